@@ -1,0 +1,1 @@
+# Benchmarks and the buffer-pool demo (programs, never tests).

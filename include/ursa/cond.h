@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/cond.h — an 8-byte condition variable used with ursa_mutex_t.
+ *
+ * Waiters may be blocked threads or io_uring waiters (ursa_cond_wait_async).
+ * Spurious wakeups are possible, as with pthreads: wait in a loop that
+ * re-checks the predicate. Signal and broadcast make no system call when no
+ * one waits.
+ */
+#ifndef URSA_COND_H
+#define URSA_COND_H
+
+#include <ursa/common.h>
+#include <ursa/mutex.h>
+
+URSA_EXTERN_C_BEGIN
+
+typedef struct ursa_cond {
+	uint32_t __seq;     /* private: see lib/cond.c */
+	uint32_t __waiters; /* private */
+} ursa_cond_t;
+
+#define URSA_COND_INIT {0, 0}
+
+/* Initialise *c. flags: 0 or URSA_SHARED. Returns 0 or -EINVAL. */
+URSA_API int ursa_cond_init(ursa_cond_t *c, unsigned flags);
+
+/* Atomically unlock *m and wait for a signal or broadcast on *c, then lock
+ * *m again. The caller must hold *m. Returns 0, -EINVAL (NULL, or c and m
+ * of different privacy), -EPERM (m not locked; nothing waited).
+ * Blocks. On every return, including errors after the wait, *m is held. */
+URSA_API int ursa_cond_wait(ursa_cond_t *c, ursa_mutex_t *m);
+
+/* ursa_cond_wait with a deadline; -ETIMEDOUT when it passed (with *m held
+ * again). Blocks. */
+URSA_API int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk,
+				 const struct timespec *abs);
+
+/* Wake at least one waiter of *c, if any. Returns 0 or -EINVAL. Never blocks. */
+URSA_API int ursa_cond_signal(ursa_cond_t *c);
+
+/* Wake every waiter of *c. Returns 0 or -EINVAL. Never blocks. */
+URSA_API int ursa_cond_broadcast(ursa_cond_t *c);
+
+/* Check no one waits on *c. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_cond_destroy(ursa_cond_t *c);
+
+URSA_EXTERN_C_END
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/event.h — a 4-byte event, manual- or auto-reset.
+ *
+ * Manual-reset: set releases every current waiter (each wait that was in
+ * progress when set ran returns 0, even if reset follows at once) and the
+ * event stays set until reset. Auto-reset: set releases exactly one wait
+ * (the event stays set until one waiter consumes it).
+ */
+#ifndef URSA_EVENT_H
+#define URSA_EVENT_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+typedef struct ursa_event {
+	uint32_t __word; /* private: see lib/event.c */
+} ursa_event_t;
+
+#define URSA_EVENT_INIT {0}
+
+/* ursa_event_init flag: set releases one waiter and is consumed by it. */
+#define URSA_EVENT_AUTO_RESET 0x2u
+
+/* Initialise *e unset. flags: URSA_SHARED | URSA_EVENT_AUTO_RESET.
+ * Returns 0 or -EINVAL. */
+URSA_API int ursa_event_init(ursa_event_t *e, unsigned flags);
+
+/* Set *e. Manual: wakes all waiters. Auto: releases one waiter (or leaves
+ * the event set for the next). Returns 0 or -EINVAL. Never blocks. */
+URSA_API int ursa_event_set(ursa_event_t *e);
+
+/* Unset *e. Returns 0 or -EINVAL. Never blocks. */
+URSA_API int ursa_event_reset(ursa_event_t *e);
+
+/* Wait until *e is set (auto-reset: and consume it). Returns 0 or -EINVAL.
+ * Blocks. */
+URSA_API int ursa_event_wait(ursa_event_t *e);
+
+/* Returns 0 if *e is set (auto-reset: consumes it), else -EBUSY; -EINVAL. */
+URSA_API int ursa_event_trywait(ursa_event_t *e);
+
+/* ursa_event_wait with a deadline. Returns 0, -ETIMEDOUT, -EINVAL. Blocks. */
+URSA_API int ursa_event_timedwait(ursa_event_t *e, clockid_t clk, const struct timespec *abs);
+
+/* Check no one waits on *e. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_event_destroy(ursa_event_t *e);
+
+URSA_EXTERN_C_END
+
+#endif

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/mutex.h — a 4-byte mutual exclusion lock.
+ *
+ * Uncontended lock and unlock are one compare-and-swap each, inline in the
+ * caller, with no system call. Contended lockers spin briefly, then sleep on
+ * the futex word; they may be blocked threads or io_uring waiters
+ * (ursa_mutex_lock_async), on the same mutex. A waiter that keeps losing the
+ * race to running threads asks for a direct hand-off, so no waiter starves.
+ * No owner is recorded: any thread may unlock (as with a semaphore).
+ */
+#ifndef URSA_MUTEX_H
+#define URSA_MUTEX_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+typedef struct ursa_mutex {
+	uint32_t __word; /* private: see lib/mutex.c */
+} ursa_mutex_t;
+
+#define URSA_MUTEX_INIT {0}
+
+/* Initialise *m unlocked. flags: 0 or URSA_SHARED.
+ * Returns 0, or -EINVAL (NULL m, unknown flags). Never blocks. */
+URSA_API int ursa_mutex_init(ursa_mutex_t *m, unsigned flags);
+
+/* Lock *m, blocking until it is available.
+ * Returns 0, or -EINVAL (NULL m). Blocks. Not interrupted by signals. */
+URSA_API int ursa_mutex_lock(ursa_mutex_t *m);
+
+/* Lock *m if it is free now. Returns 0, -EBUSY (held), -EINVAL. Never blocks. */
+URSA_API int ursa_mutex_trylock(ursa_mutex_t *m);
+
+/* Lock *m, blocking at most until abs on clk (NULL: forever).
+ * Returns 0, -ETIMEDOUT (not locked), -EINVAL (NULL m, bad clock, malformed
+ * abs). Blocks. Not interrupted by signals. */
+URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs);
+
+/* Unlock *m, waking one waiter if any may sleep. Any thread may unlock.
+ * Returns 0, -EPERM (m was not locked), -EINVAL. Never blocks. */
+URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
+
+/* Check that *m is free and unwaited, for reuse or freeing.
+ * Returns 0, -EBUSY (locked or waited on), -EINVAL. Never blocks. */
+URSA_API int ursa_mutex_destroy(ursa_mutex_t *m);
+
+/*
+ * Inline fast paths. The exported functions above exist for function
+ * pointers, dlsym() and other languages; calls written ursa_mutex_lock(m)
+ * expand to the inline compare-and-swap and only the contended case calls
+ * out of line. Define URSA_NO_INLINE before including to disable.
+ *
+ * Word layout (lib/mutex.c explains): bit 31 shared flag, bits 0-1 state
+ * (0 free, 1 locked, 2 locked with sleepers, 3 handed off), bit 2 hand-off
+ * request. The free states are exactly {0, shared flag}.
+ */
+#define URSA__MUTEX_SHARED 0x80000000u
+
+URSA_API int ursa__mutex_lock_slow(ursa_mutex_t *m);
+URSA_API int ursa__mutex_trylock_slow(ursa_mutex_t *m);
+URSA_API int ursa__mutex_unlock_slow(ursa_mutex_t *m);
+
+static inline bool ursa__mutex_cas(ursa_mutex_t *m, uint32_t from, uint32_t to, int order)
+{
+	uint32_t e = from;
+	if (__atomic_compare_exchange_n(&m->__word, &e, to, false, order, __ATOMIC_RELAXED))
+		return true;
+	/* Process-shared mutexes carry their flag in the word. */
+	from |= URSA__MUTEX_SHARED;
+	return e == from && __atomic_compare_exchange_n(&m->__word, &e, to | URSA__MUTEX_SHARED,
+						       false, order, __ATOMIC_RELAXED);
+}
+
+static inline int ursa__mutex_lock_fast(ursa_mutex_t *m)
+{
+	if (__builtin_expect(m != NULL && ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE), 1))
+		return 0;
+	return ursa__mutex_lock_slow(m);
+}
+
+static inline int ursa__mutex_trylock_fast(ursa_mutex_t *m)
+{
+	if (__builtin_expect(m != NULL && ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE), 1))
+		return 0;
+	return ursa__mutex_trylock_slow(m);
+}
+
+static inline int ursa__mutex_unlock_fast(ursa_mutex_t *m)
+{
+	if (__builtin_expect(m != NULL && ursa__mutex_cas(m, 1, 0, __ATOMIC_RELEASE), 1))
+		return 0;
+	return ursa__mutex_unlock_slow(m);
+}
+
+#ifndef URSA_NO_INLINE
+#define ursa_mutex_lock(m) ursa__mutex_lock_fast(m)
+#define ursa_mutex_trylock(m) ursa__mutex_trylock_fast(m)
+#define ursa_mutex_unlock(m) ursa__mutex_unlock_fast(m)
+#endif
+
+URSA_EXTERN_C_END
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* ursa/probe.h — what the running kernel offers. */
+#ifndef URSA_PROBE_H
+#define URSA_PROBE_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+struct ursa_features {
+	bool futex2;       /* futex_wait/futex_wake syscalls (6.7+) */
+	bool futex_waitv;  /* futex_waitv syscall (5.16+) */
+	bool uring;        /* io_uring usable (not disabled) */
+	bool uring_futex;  /* IORING_OP_FUTEX_WAIT/WAKE (6.7+) */
+	bool uring_futexv; /* IORING_OP_FUTEX_WAITV (6.7+) */
+	bool uring_waitid; /* IORING_OP_WAITID (6.7+) */
+};
+
+/* Fill *f. The kernel is asked once; later calls return the cached answer.
+ * Returns 0 or -EINVAL (NULL f). Never blocks. */
+URSA_API int ursa_probe(struct ursa_features *f);
+
+URSA_EXTERN_C_END
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/rwlock.h — an 8-byte reader-writer lock with writer preference.
+ *
+ * Many readers or one writer. Once a writer waits, new readers wait too, so
+ * a stream of readers cannot starve writers. Uncontended read and write
+ * lock/unlock are one atomic operation, with no system call. Waiters may be
+ * blocked threads or io_uring waiters (ursa_rwlock_{rd,wr}lock_async).
+ * Read locks are not recursive once a writer waits (as with any
+ * writer-preferring lock, a thread re-taking a read lock then deadlocks).
+ */
+#ifndef URSA_RWLOCK_H
+#define URSA_RWLOCK_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+typedef struct ursa_rwlock {
+	uint32_t __state;  /* private: see lib/rwlock.c */
+	uint32_t __notify; /* private */
+} ursa_rwlock_t;
+
+#define URSA_RWLOCK_INIT {0, 0}
+
+/* Initialise *l unlocked. flags: 0 or URSA_SHARED. Returns 0 or -EINVAL. */
+URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
+
+/* Take a read lock, blocking while a writer holds or waits for *l.
+ * Returns 0, -EAGAIN (reader count would overflow), -EINVAL. Blocks. */
+URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
+
+/* Take a read lock if that needs no wait. Returns 0, -EBUSY, -EAGAIN, -EINVAL. */
+URSA_API int ursa_rwlock_tryrdlock(ursa_rwlock_t *l);
+
+/* Read lock with a deadline. Returns 0, -ETIMEDOUT, -EAGAIN, -EINVAL. Blocks. */
+URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs);
+
+/* Drop one read lock. Returns 0, -EPERM (no reader holds *l), -EINVAL. */
+URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
+
+/* Take the write lock, blocking until no reader or writer holds *l.
+ * Returns 0 or -EINVAL. Blocks. */
+URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);
+
+/* Take the write lock if *l is free now. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_rwlock_trywrlock(ursa_rwlock_t *l);
+
+/* Write lock with a deadline. Returns 0, -ETIMEDOUT, -EINVAL. Blocks. */
+URSA_API int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs);
+
+/* Drop the write lock. Returns 0, -EPERM (not write-locked), -EINVAL. */
+URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
+
+/* Check *l is unlocked and unwaited. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
+
+URSA_EXTERN_C_END
+
+#endif

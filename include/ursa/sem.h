@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/sem.h — an 8-byte counting semaphore.
+ *
+ * Post makes no system call when no one waits; wait takes a unit without a
+ * system call when one is available. Waiters may be blocked threads or
+ * io_uring waiters (ursa_sem_wait_async).
+ */
+#ifndef URSA_SEM_H
+#define URSA_SEM_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+typedef struct ursa_sem {
+	uint32_t __value;   /* private: see lib/sem.c */
+	uint32_t __waiters; /* private */
+} ursa_sem_t;
+
+#define URSA_SEM_INIT {0, 0}
+
+/* Largest count a semaphore holds. */
+#define URSA_SEM_VALUE_MAX 0x7fffffffu
+
+/* Initialise *s with count value. flags: 0 or URSA_SHARED.
+ * Returns 0, -EINVAL (NULL, flags, value > URSA_SEM_VALUE_MAX). */
+URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags);
+
+/* Add one to the count, waking a waiter if any. Returns 0, -EOVERFLOW (count
+ * already URSA_SEM_VALUE_MAX; unchanged), -EINVAL. Never blocks. */
+URSA_API int ursa_sem_post(ursa_sem_t *s);
+
+/* Wait until the count is positive and take one. Returns 0 or -EINVAL.
+ * Blocks. Not interrupted by signals. */
+URSA_API int ursa_sem_wait(ursa_sem_t *s);
+
+/* Take one if the count is positive. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_sem_trywait(ursa_sem_t *s);
+
+/* ursa_sem_wait with a deadline. Returns 0, -ETIMEDOUT, -EINVAL. Blocks. */
+URSA_API int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct timespec *abs);
+
+/* The current count (>= 0; a snapshot), or -EINVAL. */
+URSA_API int ursa_sem_value(ursa_sem_t *s);
+
+/* Check no one waits on *s. Returns 0, -EBUSY, -EINVAL. */
+URSA_API int ursa_sem_destroy(ursa_sem_t *s);
+
+URSA_EXTERN_C_END
+
+#endif

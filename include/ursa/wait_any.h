@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ursa/wait_any.h — wait for the first of several mutexes, semaphores and
+ * events (futex_waitv underneath; 128 objects at most).
+ */
+#ifndef URSA_WAIT_ANY_H
+#define URSA_WAIT_ANY_H
+
+#include <ursa/common.h>
+
+URSA_EXTERN_C_BEGIN
+
+enum {
+	URSA_WAIT_MUTEX = 1, /* obj is ursa_mutex_t *: taking it locks it */
+	URSA_WAIT_SEM = 2,   /* obj is ursa_sem_t *: taking it decrements it */
+	URSA_WAIT_EVENT = 3, /* obj is ursa_event_t *: taking it sees it set
+				(auto-reset: consumes it) */
+};
+
+#define URSA_WAIT_ANY_MAX 128
+
+typedef struct ursa_waitable {
+	unsigned kind;
+	void *obj;
+} ursa_waitable_t;
+
+/* Wait until one of v[0..n-1] can be taken, take exactly that one, and
+ * return its index. Returns the index, -ETIMEDOUT, -EINVAL (n == 0,
+ * n > 128, NULL, unknown kind, bad clock), -ENOSYS (kernel before 5.16).
+ * Blocks. */
+URSA_API int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk,
+			   const struct timespec *abs);
+
+URSA_EXTERN_C_END
+
+#endif

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel/futex.c — raw futex system calls.
+ *
+ * futex2 (futex_wait/futex_wake, Linux 6.7) is used where the kernel has it;
+ * otherwise futex(2) with FUTEX_WAIT_BITSET/FUTEX_WAKE_BITSET, which takes an
+ * absolute deadline on either clock. Detection is lazy and one-shot: the
+ * first call that gets -ENOSYS flips a cached flag and retries the old call
+ * (musl's habit). Both calls hash to the same futex keys, so a futex2 waiter
+ * and a futex(2) or io_uring waker of the same word see each other.
+ *
+ * On the 64-bit targets ursa supports, struct timespec and the kernel's
+ * struct __kernel_timespec have the same layout.
+ */
+#include "config.h"
+
+#include "kernel/futex.h"
+#include "kernel/uapi.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct timespec) == 16, "64-bit timespec expected (kernel ABI)");
+
+/* 0: unknown, 1: present, -1: absent (ENOSYS seen). Relaxed is enough: every
+ * thread may race to the same answer. */
+static int have_futex2;
+static int have_waitv;
+
+static inline long sys_ret(long r)
+{
+	return r == -1 ? -errno : r;
+}
+
+static int legacy_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+		       const struct timespec *abs)
+{
+	int op = FUTEX_WAIT_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+	if (abs && clk == CLOCK_REALTIME)
+		op |= FUTEX_CLOCK_REALTIME;
+	return (int)sys_ret(syscall(SYS_futex, uaddr, op, val, abs, NULL, FUTEX_BITSET_MATCH_ANY));
+}
+
+int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+		      const struct timespec *abs)
+{
+	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
+		long r = syscall(SYS_futex_wait, uaddr, (unsigned long)val,
+				 (unsigned long)FUTEX_BITSET_MATCH_ANY, ursa_k_futex2_flags(shared),
+				 abs, abs ? clk : CLOCK_MONOTONIC);
+		if (r == 0)
+			return 0;
+		if (errno != ENOSYS)
+			return -errno;
+		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
+	}
+	return legacy_wait(uaddr, val, shared, clk, abs);
+}
+
+int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
+{
+	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
+		long r = syscall(SYS_futex_wake, uaddr, (unsigned long)FUTEX_BITSET_MATCH_ANY, n,
+				 ursa_k_futex2_flags(shared));
+		if (r >= 0)
+			return (int)r;
+		if (errno != ENOSYS)
+			return -errno;
+		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
+	}
+	int op = FUTEX_WAKE_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+	return (int)sys_ret(syscall(SYS_futex, uaddr, op, n, NULL, NULL, FUTEX_BITSET_MATCH_ANY));
+}
+
+int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
+		       const struct timespec *abs)
+{
+	if (__atomic_load_n(&have_waitv, __ATOMIC_RELAXED) < 0)
+		return -ENOSYS;
+	long r = syscall(SYS_futex_waitv, v, n, 0, abs, abs ? clk : CLOCK_MONOTONIC);
+	if (r >= 0)
+		return (int)r;
+	if (errno == ENOSYS)
+		__atomic_store_n(&have_waitv, -1, __ATOMIC_RELAXED);
+	return -errno;
+}
+
+bool ursa_k_have_futex2(void)
+{
+	int h = __atomic_load_n(&have_futex2, __ATOMIC_RELAXED);
+	if (h == 0) {
+		uint32_t dummy = 0;
+		/* Waking nobody on a private dummy word is harmless. */
+		h = syscall(SYS_futex_wake, &dummy, (unsigned long)FUTEX_BITSET_MATCH_ANY, 0,
+			    ursa_k_futex2_flags(false)) >= 0 || errno != ENOSYS ? 1 : -1;
+		__atomic_store_n(&have_futex2, h, __ATOMIC_RELAXED);
+	}
+	return h > 0;
+}
+
+bool ursa_k_have_futex_waitv(void)
+{
+	int h = __atomic_load_n(&have_waitv, __ATOMIC_RELAXED);
+	if (h == 0) {
+		/* An empty vector: -EINVAL where the call exists, -ENOSYS where not. */
+		h = syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) >= 0 || errno != ENOSYS ? 1 : -1;
+		__atomic_store_n(&have_waitv, h, __ATOMIC_RELAXED);
+	}
+	return h > 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel/futex.h — raw futex calls for lib/. Internal, not installed.
+ *
+ * Every function returns 0 (or a count) or -errno; errno is never left for
+ * callers to read. `shared` selects a shared (inode/mm based) key instead of
+ * a process-private one: waiters and wakers of one word must agree.
+ */
+#ifndef URSA_KERNEL_FUTEX_H
+#define URSA_KERNEL_FUTEX_H
+
+#include <linux/futex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define URSA_HIDDEN __attribute__((visibility("hidden")))
+
+/* Sleep while *uaddr == val, until woken, a signal (-EINTR) or the absolute
+ * deadline `abs` on `clk` (CLOCK_MONOTONIC or CLOCK_REALTIME; NULL: no
+ * deadline) passes (-ETIMEDOUT). -EAGAIN when *uaddr != val on entry.
+ * A return of 0 may be spurious; callers re-check their condition. */
+URSA_HIDDEN int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+				  const struct timespec *abs);
+
+/* Wake at most `n` waiters (n <= INT_MAX) of uaddr; returns how many woke. */
+URSA_HIDDEN int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared);
+
+/* Sleep until one of the words in v (1..128 entries; flags per entry from
+ * ursa_k_futex2_flags()) differs from its val or is woken. Returns the woken
+ * index, -EAGAIN if some word already differed, -ETIMEDOUT, -EINTR,
+ * -ENOSYS on kernels before 5.16. */
+struct futex_waitv;
+URSA_HIDDEN int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
+				   const struct timespec *abs);
+
+/* FUTEX2_* flags for a 32-bit word of the given privacy (for waitv entries
+ * and io_uring futex SQEs). */
+static inline uint32_t ursa_k_futex2_flags(bool shared)
+{
+	return 0x02 /* FUTEX2_SIZE_U32 */ | (shared ? 0 : 128 /* FUTEX2_PRIVATE */);
+}
+
+/* Which calls the running kernel has; detected once, then cached. */
+URSA_HIDDEN bool ursa_k_have_futex2(void);
+URSA_HIDDEN bool ursa_k_have_futex_waitv(void);
+
+#endif

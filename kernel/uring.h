@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel/uring.h — io_uring SQE preparation for the ops ursa issues.
+ * Internal, not installed.
+ *
+ * liburing's shape: zero the whole SQE, fill the generic fields, then the
+ * op-specific ones. No validation here; callers validate at the API edge.
+ * Where the installed liburing has its own helper (2.6+), it is used.
+ *
+ * FUTEX_WAIT / FUTEX_WAKE (io_uring/futex.c, io_futex_prep):
+ *   addr = futex word, addr2 = expected value (wait) or count (wake),
+ *   addr3 = bitset mask (non-zero), fd = FUTEX2 flags, op flags = 0.
+ * FUTEX_WAITV: addr = struct futex_waitv array, len = 1..128, rest 0.
+ * WAITID (io_uring/waitid.c): len = idtype, fd = id, file_index = options,
+ *   addr2 = siginfo_t *.
+ */
+#ifndef URSA_KERNEL_URING_H
+#define URSA_KERNEL_URING_H
+
+#include "kernel/futex.h"
+#include "kernel/uapi.h"
+
+#include <liburing.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+static inline void ursa_k_prep(struct io_uring_sqe *sqe, uint8_t op, int fd, uint64_t addr,
+			       uint32_t len, uint64_t off)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = op;
+	sqe->fd = fd;
+	sqe->addr = addr;
+	sqe->len = len;
+	sqe->off = off;
+}
+
+static inline void ursa_k_prep_futex_wait(struct io_uring_sqe *sqe, uint32_t *uaddr, uint32_t val,
+					  bool shared)
+{
+	ursa_k_prep(sqe, IORING_OP_FUTEX_WAIT, (int)ursa_k_futex2_flags(shared),
+		    (uint64_t)(uintptr_t)uaddr, 0, val);
+	sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+}
+
+/* n is an int in the kernel: INT_MAX wakes all (UINT32_MAX would be -1). */
+static inline void ursa_k_prep_futex_wake(struct io_uring_sqe *sqe, uint32_t *uaddr, int n,
+					  bool shared)
+{
+	ursa_k_prep(sqe, IORING_OP_FUTEX_WAKE, (int)ursa_k_futex2_flags(shared),
+		    (uint64_t)(uintptr_t)uaddr, 0, (uint64_t)(unsigned)n);
+	sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+}
+
+static inline void ursa_k_prep_futex_waitv(struct io_uring_sqe *sqe, struct futex_waitv *v,
+					   unsigned n)
+{
+	ursa_k_prep(sqe, IORING_OP_FUTEX_WAITV, 0, (uint64_t)(uintptr_t)v, n, 0);
+}
+
+static inline void ursa_k_prep_waitid(struct io_uring_sqe *sqe, idtype_t type, id_t id,
+				      siginfo_t *info, int options)
+{
+	ursa_k_prep(sqe, IORING_OP_WAITID, (int)id, 0, (uint32_t)type, (uint64_t)(uintptr_t)info);
+	sqe->file_index = (uint32_t)options;
+}
+
+/* Linked timeout with an absolute deadline on clk (CLOCK_MONOTONIC or
+ * CLOCK_REALTIME). The kernel reads *ts when the SQE is submitted. */
+static inline void ursa_k_prep_link_timeout_abs(struct io_uring_sqe *sqe,
+						struct __kernel_timespec *ts, clockid_t clk)
+{
+	ursa_k_prep(sqe, IORING_OP_LINK_TIMEOUT, -1, (uint64_t)(uintptr_t)ts, 1, 0);
+	sqe->timeout_flags = IORING_TIMEOUT_ABS | (clk == CLOCK_REALTIME ? IORING_TIMEOUT_REALTIME : 0);
+}
+
+static inline void ursa_k_prep_cancel(struct io_uring_sqe *sqe, uint64_t target)
+{
+	ursa_k_prep(sqe, IORING_OP_ASYNC_CANCEL, -1, target, 0, 0);
+}
+
+#endif

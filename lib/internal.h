@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/internal.h — what the primitives share. Private to lib/.
+ *
+ * Every primitive's slow path is written as a *step*: try to take the
+ * object; if that is not possible now, say which futex word to wait on and
+ * the value it must still hold ("sleep while *addr == val"). The blocking
+ * API loops step -> futex wait; the async API (lib/async.c) arms an
+ * IORING_OP_FUTEX_WAIT with the same (addr, val) and calls the step again
+ * when the CQE arrives. One protocol, two ways to wait, the same futex key:
+ * a wake from either side wakes both kinds of waiter.
+ */
+#ifndef URSA_LIB_INTERNAL_H
+#define URSA_LIB_INTERNAL_H
+
+#define URSA_NO_INLINE 1 /* lib/ defines the exported functions themselves */
+
+#include "config.h"
+
+#include "kernel/arch.h"
+#include "kernel/futex.h"
+#include "ursa.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define URSA_PRIVATE_FN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Relaxed/acquire/release shorthands on 32-bit words. */
+#define ld_relaxed(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ld_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define cas_acq(p, e, d) \
+	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+#define cas_rel(p, e, d) \
+	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)
+#define cas_acqrel(p, e, d) \
+	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)
+#define cas_relaxed(p, e, d) \
+	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+#define cas_seqcst(p, e, d) \
+	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+
+/* Spin iterations before sleeping: about a microsecond or two of PAUSE.
+ * Long enough to cover a short critical section on another core, short
+ * enough to be noise against a futex sleep/wake round trip (~5-10 us). */
+#define URSA_SPIN 100
+
+/* A futex wait to arm: sleep while *addr == val. */
+struct ursa_wait {
+	uint32_t *addr;
+	uint32_t val;
+	bool shared;
+};
+
+/* Per-waiter state carried across retries: on the stack for a blocked
+ * thread, inside struct ursa_op for a ring waiter. Zero-initialised. */
+struct ursa_waiter {
+	uint32_t slept;      /* has slept at least once (may claim a hand-off) */
+	uint32_t losses;     /* woken, then lost the race to another locker */
+	uint32_t aux;        /* per primitive: a sequence/generation snapshot */
+	uint32_t registered; /* counted in the object's waiter count */
+};
+
+/* Step results. */
+#define URSA_STEP_DONE 0 /* taken */
+#define URSA_STEP_WAIT 1 /* not now: wait on *out, then step again */
+
+/* Primitive steps, used by the blocking API and by lib/async.c.
+ * step: returns URSA_STEP_DONE, URSA_STEP_WAIT (out filled) or -errno.
+ * abandon: the waiter gives up (timeout, cancel) after a WAIT; undoes its
+ * registration and passes on anything it may have been handed. */
+URSA_PRIVATE_FN int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w,
+				     struct ursa_wait *out);
+URSA_PRIVATE_FN void ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w);
+
+/* Validate (clk, abs): -EINVAL for a clock other than MONOTONIC/REALTIME
+ * or a malformed timespec; 0 otherwise (abs may be NULL). */
+URSA_PRIVATE_FN int ursa__check_deadline(clockid_t clk, const struct timespec *abs);
+/* true when abs (non-NULL) is already past on clk. */
+URSA_PRIVATE_FN bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs);
+
+/* Generic blocking loop over a step function: step; on WAIT sleep on the
+ * futex (EINTR and spurious wakes just step again); on deadline, abandon
+ * and return -ETIMEDOUT. */
+typedef int (*ursa_step_fn)(void *obj, struct ursa_waiter *w, struct ursa_wait *out);
+typedef void (*ursa_abandon_fn)(void *obj, struct ursa_waiter *w);
+URSA_PRIVATE_FN int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
+				struct ursa_waiter *w, clockid_t clk, const struct timespec *abs);
+
+#endif

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/mutex.c — ursa_mutex_t: exclusion, errors, timeouts, sharing. */
+#include "tests/helpers.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+TestSuite(mutex, .timeout = 60);
+
+Test(mutex, zero_is_unlocked)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_trylock(&m), 0);
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+}
+
+Test(mutex, sizes)
+{
+	cr_assert_eq(sizeof(ursa_mutex_t), 4);
+	cr_assert_eq(_Alignof(ursa_mutex_t), 4);
+}
+
+Test(mutex, bad_input)
+{
+	ursa_mutex_t m;
+	struct timespec ts = {0, 0};
+	cr_assert_eq(ursa_mutex_init(NULL, 0), -EINVAL);
+	cr_assert_eq(ursa_mutex_init(&m, 0x100), -EINVAL);
+	cr_assert_eq(ursa_mutex_init(&m, 0), 0);
+	cr_assert_eq(ursa_mutex_lock(NULL), -EINVAL);
+	cr_assert_eq(ursa_mutex_trylock(NULL), -EINVAL);
+	cr_assert_eq(ursa_mutex_unlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_mutex_destroy(NULL), -EINVAL);
+	cr_assert_eq(ursa_mutex_timedlock(NULL, CLOCK_MONOTONIC, NULL), -EINVAL);
+	cr_assert_eq(ursa_mutex_timedlock(&m, CLOCK_PROCESS_CPUTIME_ID, &ts), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	cr_assert_eq(ursa_mutex_timedlock(&m, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_nsec = -1;
+	cr_assert_eq(ursa_mutex_timedlock(&m, CLOCK_REALTIME, &ts), -EINVAL);
+	/* Nothing was taken by the failed calls. */
+	cr_assert_eq(ursa_mutex_trylock(&m), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+}
+
+Test(mutex, unlock_unlocked_is_eperm)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT, s;
+	cr_assert_eq(ursa_mutex_unlock(&m), -EPERM);
+	cr_assert_eq(ursa_mutex_init(&s, URSA_SHARED), 0);
+	cr_assert_eq(ursa_mutex_unlock(&s), -EPERM);
+	/* The error left both usable. */
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	cr_assert_eq(ursa_mutex_lock(&s), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_unlock(&s), 0);
+}
+
+Test(mutex, destroy_locked_is_ebusy)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), -EBUSY);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+}
+
+Test(mutex, exported_symbols_match_inline)
+{
+	/* Function pointers reach the exported, out-of-line versions. */
+	int (*lock)(ursa_mutex_t *) = &ursa_mutex_lock;
+	int (*unlock)(ursa_mutex_t *) = &ursa_mutex_unlock;
+	int (*trylock)(ursa_mutex_t *) = &ursa_mutex_trylock;
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(lock(&m), 0);
+	cr_assert_eq(trylock(&m), -EBUSY);
+	cr_assert_eq(unlock(&m), 0);
+	cr_assert_eq(unlock(&m), -EPERM);
+}
+
+Test(mutex, timed_past_deadline_no_sleep)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct timespec past = t_deadline(clks[i], -10);
+		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &past), 0, "free: taken despite past deadline");
+		uint64_t t0 = t_now_ns();
+		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &past), -ETIMEDOUT);
+		cr_assert_lt(t_now_ns() - t0, 50000000ull, "must not sleep");
+		cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	}
+}
+
+Test(mutex, timed_short_timeout_both_clocks)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct timespec dl = t_deadline(clks[i], 30);
+		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &dl), -ETIMEDOUT);
+		struct timespec now;
+		clock_gettime(clks[i], &now);
+		cr_assert(now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec),
+			  "returned before the deadline");
+	}
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0, "timeouts left no state behind");
+}
+
+/* ---- mutual exclusion under threads ---------------------------------- */
+
+struct excl {
+	ursa_mutex_t m;
+	int inside;	    /* must be 0 on entry */
+	long counter;	    /* plain, protected by m */
+	atomic_int violations;
+	long iters;
+	int timed;
+};
+
+static void *excl_worker(void *arg)
+{
+	struct excl *x = *(struct excl **)arg;
+	for (long i = 0; i < x->iters; i++) {
+		if (x->timed && (i & 1)) {
+			struct timespec dl = t_deadline(CLOCK_MONOTONIC, 1000);
+			int r;
+			while ((r = ursa_mutex_timedlock(&x->m, CLOCK_MONOTONIC, &dl)) == -ETIMEDOUT)
+				dl = t_deadline(CLOCK_MONOTONIC, 1000);
+			cr_assert_eq(r, 0);
+		} else if (i % 7 == 3) {
+			while (ursa_mutex_trylock(&x->m) != 0)
+				;
+		} else {
+			cr_assert_eq(ursa_mutex_lock(&x->m), 0);
+		}
+		if (__atomic_fetch_add(&x->inside, 1, __ATOMIC_RELAXED) != 0)
+			atomic_fetch_add(&x->violations, 1);
+		x->counter++;
+		if ((i & 63) == 0)
+			sched_yield(); /* hold it across a reschedule now and then */
+		__atomic_fetch_sub(&x->inside, 1, __ATOMIC_RELAXED);
+		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
+	}
+	return NULL;
+}
+
+static void run_excl(unsigned flags, int nthreads, long iters, int timed)
+{
+	static struct excl x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_mutex_init(&x.m, flags), 0);
+	x.iters = iters;
+	x.timed = timed;
+	struct excl *px[16];
+	pthread_t t[16];
+	for (int i = 0; i < nthreads; i++)
+		px[i] = &x;
+	t_spawn(t, nthreads, excl_worker, px, sizeof(px[0]));
+	t_join_all(t, nthreads);
+	cr_assert_eq(atomic_load(&x.violations), 0);
+	cr_assert_eq(x.counter, (long)nthreads * iters);
+	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
+}
+
+Test(mutex, exclusion_threads_private)
+{
+	run_excl(0, 4, 200000, 0);
+}
+
+Test(mutex, exclusion_threads_shared_flag)
+{
+	run_excl(URSA_SHARED, 4, 100000, 0);
+}
+
+Test(mutex, exclusion_threads_timed)
+{
+	run_excl(0, 4, 100000, 1);
+}
+
+/* ---- mutual exclusion across processes ------------------------------- */
+
+struct pexcl {
+	ursa_mutex_t m;
+	int inside;
+	long counter;
+	int violations;
+};
+
+static bool pexcl_child(int idx, void *arg)
+{
+	struct pexcl *x = arg;
+	for (int i = 0; i < 50000; i++) {
+		if (ursa_mutex_lock(&x->m) != 0)
+			return false;
+		if (__atomic_fetch_add(&x->inside, 1, __ATOMIC_RELAXED) != 0)
+			__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
+		x->counter++;
+		__atomic_fetch_sub(&x->inside, 1, __ATOMIC_RELAXED);
+		if (ursa_mutex_unlock(&x->m) != 0)
+			return false;
+	}
+	return true;
+}
+
+Test(mutex, exclusion_processes_shared)
+{
+	struct pexcl *x = t_shared_alloc(sizeof(*x));
+	cr_assert_eq(ursa_mutex_init(&x->m, URSA_SHARED), 0);
+	cr_assert(t_fork_all(4, pexcl_child, x));
+	cr_assert_eq(x->violations, 0);
+	cr_assert_eq(x->counter, 4L * 50000);
+	cr_assert_eq(ursa_mutex_destroy(&x->m), 0);
+	t_shared_free(x, sizeof(*x));
+}
+
+/* ---- a sleeper is always woken; no waiter starves -------------------- */
+
+struct starve {
+	ursa_mutex_t m;
+	atomic_int stop;
+	atomic_long acquired;
+};
+
+static void *hog(void *arg)
+{
+	struct starve *s = *(struct starve **)arg;
+	while (!atomic_load(&s->stop)) {
+		ursa_mutex_lock(&s->m);
+		for (volatile int i = 0; i < 200; i++)
+			;
+		ursa_mutex_unlock(&s->m);
+	}
+	return NULL;
+}
+
+Test(mutex, sleeping_waiter_progresses_against_hogs)
+{
+	static struct starve s;
+	memset(&s, 0, sizeof(s));
+	struct starve *ps[2] = {&s, &s};
+	pthread_t t[2];
+	t_spawn(t, 2, hog, ps, sizeof(ps[0]));
+	/* A third thread that always sleeps before trying must still get in
+	 * many times while two threads hammer the lock. */
+	for (int i = 0; i < 2000; i++) {
+		cr_assert_eq(ursa_mutex_lock(&s.m), 0);
+		s.acquired++;
+		cr_assert_eq(ursa_mutex_unlock(&s.m), 0);
+	}
+	atomic_store(&s.stop, 1);
+	t_join_all(t, 2);
+	cr_assert_eq(s.acquired, 2000);
+}
