@@ -70,13 +70,50 @@ struct ursa_waiter {
 #define URSA_STEP_DONE 0 /* taken */
 #define URSA_STEP_WAIT 1 /* not now: wait on *out, then step again */
 
-/* Primitive steps, used by the blocking API and by lib/async.c.
- * step: returns URSA_STEP_DONE, URSA_STEP_WAIT (out filled) or -errno.
- * abandon: the waiter gives up (timeout, cancel) after a WAIT; undoes its
- * registration and passes on anything it may have been handed. */
+/*
+ * Primitive steps, used by the blocking API and by lib/async.c.
+ *
+ * step(obj, w, out): returns URSA_STEP_DONE (taken; any registration the
+ *   waiter made is undone), URSA_STEP_WAIT (not now: *out says what to sleep
+ *   on; the caller sleeps — futex syscall or ring FUTEX_WAIT — sets
+ *   w->slept = 1 after any return from that sleep, and calls step again), or
+ *   -errno (nothing taken, registration undone). Never sleeps, never spins
+ *   long: a ring waiter runs it inside the event loop.
+ * abandon(obj, w): the waiter gives up after a WAIT (deadline, cancel,
+ *   error). Undoes its registration and passes on anything it may have been
+ *   handed. Returns 0 (gave up: nothing held) or 1 (the object had already
+ *   been given to this waiter — e.g. a wait-queue slot a waker dequeued —
+ *   so the wait succeeded and the caller reports 0, holding it).
+ * Every step and abandon is an atomic protocol on the object's words alone:
+ * no locks, no allocation, no syscall other than wakes.
+ */
 URSA_PRIVATE_FN int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w,
 				     struct ursa_wait *out);
-URSA_PRIVATE_FN void ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w);
+URSA_PRIVATE_FN int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w);
+
+URSA_PRIVATE_FN int ursa__rwlock_rd_step(ursa_rwlock_t *l, struct ursa_waiter *w,
+					 struct ursa_wait *out);
+URSA_PRIVATE_FN int ursa__rwlock_rd_abandon(ursa_rwlock_t *l, struct ursa_waiter *w);
+URSA_PRIVATE_FN int ursa__rwlock_wr_step(ursa_rwlock_t *l, struct ursa_waiter *w,
+					 struct ursa_wait *out);
+URSA_PRIVATE_FN int ursa__rwlock_wr_abandon(ursa_rwlock_t *l, struct ursa_waiter *w);
+
+URSA_PRIVATE_FN int ursa__sem_step(ursa_sem_t *s, struct ursa_waiter *w, struct ursa_wait *out);
+URSA_PRIVATE_FN int ursa__sem_abandon(ursa_sem_t *s, struct ursa_waiter *w);
+
+URSA_PRIVATE_FN int ursa__event_step(ursa_event_t *e, struct ursa_waiter *w,
+				     struct ursa_wait *out);
+URSA_PRIVATE_FN int ursa__event_abandon(ursa_event_t *e, struct ursa_waiter *w);
+
+/* Condition variable, in two parts. begin: called holding m; validates
+ * (m locked, c and m of the same privacy: else -EPERM / -EINVAL), registers
+ * the waiter and snapshots the sequence into w->aux. The caller then
+ * unlocks m itself and runs step/abandon like any other wait; step returns
+ * DONE once a signal or broadcast came after begin (spurious DONE allowed,
+ * as with pthreads). After DONE or abandon the caller re-locks m. */
+URSA_PRIVATE_FN int ursa__cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w);
+URSA_PRIVATE_FN int ursa__cond_step(ursa_cond_t *c, struct ursa_waiter *w, struct ursa_wait *out);
+URSA_PRIVATE_FN int ursa__cond_abandon(ursa_cond_t *c, struct ursa_waiter *w);
 
 /* Validate (clk, abs): -EINVAL for a clock other than MONOTONIC/REALTIME
  * or a malformed timespec; 0 otherwise (abs may be NULL). */
@@ -85,10 +122,11 @@ URSA_PRIVATE_FN int ursa__check_deadline(clockid_t clk, const struct timespec *a
 URSA_PRIVATE_FN bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs);
 
 /* Generic blocking loop over a step function: step; on WAIT sleep on the
- * futex (EINTR and spurious wakes just step again); on deadline, abandon
- * and return -ETIMEDOUT. */
+ * futex (EINTR and spurious wakes just step again); on deadline, one last
+ * step, then abandon and return -ETIMEDOUT (or 0 if abandon says the object
+ * was already ours). A deadline already past is one step, no sleep. */
 typedef int (*ursa_step_fn)(void *obj, struct ursa_waiter *w, struct ursa_wait *out);
-typedef void (*ursa_abandon_fn)(void *obj, struct ursa_waiter *w);
+typedef int (*ursa_abandon_fn)(void *obj, struct ursa_waiter *w);
 URSA_PRIVATE_FN int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
 				struct ursa_waiter *w, clockid_t clk, const struct timespec *abs);
 

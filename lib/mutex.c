@@ -118,7 +118,7 @@ int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *o
 	}
 }
 
-void ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
+int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
 {
 	/* Nothing to undo: a waiter registers nothing but the CONTENDED state,
 	 * which only costs the next unlock a spare wake. A HANDED lock meant
@@ -127,6 +127,7 @@ void ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
 	 * unlocker when its wake found nobody. */
 	(void)m;
 	(void)w;
+	return 0;
 }
 
 static int mutex_step(void *m, struct ursa_waiter *w, struct ursa_wait *out)
@@ -134,9 +135,9 @@ static int mutex_step(void *m, struct ursa_waiter *w, struct ursa_wait *out)
 	return ursa__mutex_step(m, w, out);
 }
 
-static void mutex_abandon(void *m, struct ursa_waiter *w)
+static int mutex_abandon(void *m, struct ursa_waiter *w)
 {
-	ursa__mutex_abandon(m, w);
+	return ursa__mutex_abandon(m, w);
 }
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)

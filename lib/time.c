@@ -29,10 +29,8 @@ int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ur
 		if (r != URSA_STEP_WAIT)
 			return r;
 		/* A deadline already past: one try, no sleep. */
-		if (abs && ursa__deadline_passed(clk, abs)) {
-			abandon(obj, w);
-			return -ETIMEDOUT;
-		}
+		if (abs && ursa__deadline_passed(clk, abs))
+			return abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
 		r = ursa_k_futex_wait(wt.addr, wt.val, wt.shared, clk, abs);
 		w->slept = 1;
 		if (r == -ETIMEDOUT) {
@@ -41,12 +39,9 @@ int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ur
 			r = step(obj, w, &wt);
 			if (r != URSA_STEP_WAIT)
 				return r;
-			abandon(obj, w);
-			return -ETIMEDOUT;
+			return abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
 		}
-		if (r < 0 && r != -EAGAIN && r != -EINTR) {
-			abandon(obj, w); /* -EFAULT and the like: a caller bug */
-			return r;
-		}
+		if (r < 0 && r != -EAGAIN && r != -EINTR)
+			return abandon(obj, w) == 1 ? 0 : r; /* -EFAULT: a caller bug */
 	}
 }

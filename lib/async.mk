@@ -1,0 +1,6 @@
+# Area fragment (async): library sources, then its tests.
+# lib_libursa_la_SOURCES += lib/....c
+if HAVE_CRITERION
+# UNIT_TESTS_async = tests/unit/...
+# check_PROGRAMS += ...; TESTS += ...
+endif

@@ -1,0 +1,6 @@
+# Area fragment (rwlock_cond): library sources, then its tests.
+# lib_libursa_la_SOURCES += lib/....c
+if HAVE_CRITERION
+# UNIT_TESTS_rwlock_cond = tests/unit/...
+# check_PROGRAMS += ...; TESTS += ...
+endif
