@@ -1,0 +1,3 @@
+# Area fragment (pthread shim): libursa-pthread, then its tests.
+if HAVE_CRITERION
+endif
