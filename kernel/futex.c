@@ -18,6 +18,8 @@
 #include "kernel/uapi.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stddef.h>
@@ -111,4 +113,60 @@ bool ursa_k_have_futex_waitv(void)
 		__atomic_store_n(&have_waitv, h, __ATOMIC_RELAXED);
 	}
 	return h > 0;
+}
+
+/*
+ * The per-process private futex hash (Linux 6.17+; built but disabled in
+ * 6.16). A process-private futex key hashes to the global table while the
+ * process has no private hash, and to the private one after its first
+ * thread is created (copy_process -> futex_hash_allocate_default). When the
+ * private hash is first installed, waiters already queued in the global
+ * table are not moved (__futex_pivot_hash only rehashes private -> private),
+ * so a wake sent after that misses them forever. A blocked thread cannot
+ * create threads, so futex(2) never meets this; an io_uring FUTEX_WAIT armed
+ * by a single-threaded process can. Before ursa arms a private ring wait it
+ * makes sure the process already has its private hash (or never will):
+ * PR_FUTEX_HASH/GET_SLOTS > 0 (a hash exists; later resizes rehash queued
+ * waiters correctly) or < 0 (kernel before 6.16: no private hash at all) is
+ * safe; 0 means "none yet" (or global mode, or the feature not built), and
+ * creating and joining one thread then installs it synchronously, harmless
+ * in the other two cases. The answer holds for the life of the address
+ * space; a fork() child starts without a private hash, so it is forgotten
+ * there (pthread_atfork).
+ */
+#ifndef PR_FUTEX_HASH
+#define PR_FUTEX_HASH 78
+#define PR_FUTEX_HASH_GET_SLOTS 2
+#endif
+
+static int phash_ready;
+static int phash_atfork;
+
+static void phash_forget(void)
+{
+	__atomic_store_n(&phash_ready, 0, __ATOMIC_RELAXED);
+}
+
+static void *phash_nop(void *arg)
+{
+	return arg;
+}
+
+int ursa_k_private_ring_wait_prepare(void)
+{
+	if (__atomic_load_n(&phash_ready, __ATOMIC_ACQUIRE))
+		return 0;
+	int zero = 0;
+	if (__atomic_compare_exchange_n(&phash_atfork, &zero, 1, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
+		pthread_atfork(NULL, NULL, phash_forget);
+	if (prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0) == 0) {
+		pthread_t t;
+		int e = pthread_create(&t, NULL, phash_nop, NULL);
+		if (e)
+			return -e;
+		pthread_join(t, NULL);
+	}
+	__atomic_store_n(&phash_ready, 1, __ATOMIC_RELEASE);
+	return 0;
 }

@@ -41,6 +41,12 @@ static inline uint32_t ursa_k_futex2_flags(bool shared)
 	return 0x02 /* FUTEX2_SIZE_U32 */ | (shared ? 0 : 128 /* FUTEX2_PRIVATE */);
 }
 
+/* Call before arming a process-private io_uring futex wait: makes sure a
+ * wake sent after the process gains threads still finds it (Linux 6.17+
+ * private futex hash; see kernel/futex.c). Cheap after the first call in a
+ * process. Returns 0, or -errno if a helper thread could not be created. */
+URSA_HIDDEN int ursa_k_private_ring_wait_prepare(void);
+
 /* Which calls the running kernel has; detected once, then cached. */
 URSA_HIDDEN bool ursa_k_have_futex2(void);
 URSA_HIDDEN bool ursa_k_have_futex_waitv(void);

@@ -77,6 +77,26 @@ static inline void ursa_k_prep_link_timeout_abs(struct io_uring_sqe *sqe,
 	sqe->timeout_flags = IORING_TIMEOUT_ABS | (clk == CLOCK_REALTIME ? IORING_TIMEOUT_REALTIME : 0);
 }
 
+/* Tag an SQE and optionally link it to the next one. */
+static inline void ursa_k_sqe_finish(struct io_uring_sqe *sqe, uint64_t user_data, bool link)
+{
+	sqe->user_data = user_data;
+	if (link)
+		sqe->flags |= IOSQE_IO_LINK;
+}
+
+/* Free SQ entries on r. */
+static inline unsigned ursa_k_sq_space(struct io_uring *r)
+{
+	return io_uring_sq_space_left(r);
+}
+
+/* Submit what is queued on r (one kernel entry). Returns count or -errno. */
+static inline int ursa_k_submit(struct io_uring *r)
+{
+	return io_uring_submit(r);
+}
+
 static inline void ursa_k_prep_cancel(struct io_uring_sqe *sqe, uint64_t target)
 {
 	ursa_k_prep(sqe, IORING_OP_ASYNC_CANCEL, -1, target, 0, 0);

@@ -115,6 +115,25 @@ URSA_PRIVATE_FN int ursa__cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct urs
 URSA_PRIVATE_FN int ursa__cond_step(ursa_cond_t *c, struct ursa_waiter *w, struct ursa_wait *out);
 URSA_PRIVATE_FN int ursa__cond_abandon(ursa_cond_t *c, struct ursa_waiter *w);
 
+/*
+ * io_uring user_data tags (top byte). Application values have a zero top
+ * byte (user-space pointers are below 2^56, small integers), so they never
+ * match. Only the wait's own CQE carries a pointer (to its struct ursa_op);
+ * auxiliary requests (linked timeouts, cancels, batched wakes) carry a kind
+ * and no pointer, so their late CQEs can never make ursa touch a finished op.
+ */
+#define URSA_TAG_OP 0xA5u  /* bits 0-55: struct ursa_op * */
+#define URSA_TAG_AUX 0xA4u /* bits 48-55: one of URSA_AUX_*; no pointer */
+#define URSA_AUX_TIMEOUT 1u
+#define URSA_AUX_CANCEL 2u
+#define URSA_AUX_WAKE 3u
+#define URSA_PTR_MASK 0x00ffffffffffffffull
+
+static inline uint64_t ursa__aux_tag(unsigned kind)
+{
+	return ((uint64_t)URSA_TAG_AUX << 56) | ((uint64_t)kind << 48);
+}
+
 /* Validate (clk, abs): -EINVAL for a clock other than MONOTONIC/REALTIME
  * or a malformed timespec; 0 otherwise (abs may be NULL). */
 URSA_PRIVATE_FN int ursa__check_deadline(clockid_t clk, const struct timespec *abs);
