@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/integration/async_prims.c — ring waiters and blocked threads on the
+ * same rwlock, semaphore, event, condvar, wait queue and wait-any set; and
+ * the async deadline/cancel contract on each kind.
+ */
+#include "tests/helpers.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+TestSuite(async_prims, .timeout = 60);
+
+static void ring_init(struct io_uring *r)
+{
+	cr_assert_eq(io_uring_queue_init(32, r, 0), 0);
+}
+
+/* Submit and reap until an ursa op finishes (10 s at most). */
+static struct ursa_op *reap(struct io_uring *r)
+{
+	uint64_t end = t_now_ns() + 10ull * 1000000000ull;
+	while (t_now_ns() < end) {
+		io_uring_submit(r);
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {0, 20 * 1000000};
+		if (io_uring_wait_cqe_timeout(r, &cqe, &ts) != 0)
+			continue;
+		struct ursa_op *done = NULL;
+		cr_assert_eq(ursa_handle_cqe(r, cqe, &done), 1, "stray application CQE");
+		io_uring_cqe_seen(r, cqe);
+		if (done)
+			return done;
+	}
+	return NULL;
+}
+
+/* Start an op and wait for it to finish, whichever way. Returns op->res. */
+#define RUN_OP(r, op, call)                                                                   \
+	({                                                                                    \
+		int rc_ = (call);                                                             \
+		cr_assert(rc_ == 0 || rc_ == 1, "starter: %d", rc_);                          \
+		if (rc_ == 0)                                                                 \
+			cr_assert_eq(reap(r), (op), "op did not finish");                     \
+		(op)->res;                                                                    \
+	})
+
+/* ---- rwlock: a ring writer/reader against blocking readers and writers --- */
+
+struct rwx {
+	ursa_rwlock_t l;
+	atomic_int readers, writers, violations;
+	long value;
+};
+
+#define RW_ROUNDS 5000
+
+static void rw_check_write(struct rwx *x)
+{
+	if (atomic_fetch_add(&x->writers, 1) != 0 || atomic_load(&x->readers) != 0)
+		atomic_fetch_add(&x->violations, 1);
+	x->value++;
+	atomic_fetch_sub(&x->writers, 1);
+}
+
+static void rw_check_read(struct rwx *x)
+{
+	atomic_fetch_add(&x->readers, 1);
+	if (atomic_load(&x->writers) != 0)
+		atomic_fetch_add(&x->violations, 1);
+	atomic_fetch_sub(&x->readers, 1);
+}
+
+static void *rw_thread(void *arg)
+{
+	struct rwx *x = *(struct rwx **)arg;
+	for (int i = 0; i < RW_ROUNDS; i++) {
+		if (i % 4 == 0) {
+			cr_assert_eq(ursa_rwlock_wrlock(&x->l), 0);
+			rw_check_write(x);
+			cr_assert_eq(ursa_rwlock_wrunlock(&x->l), 0);
+		} else {
+			cr_assert_eq(ursa_rwlock_rdlock(&x->l), 0);
+			rw_check_read(x);
+			cr_assert_eq(ursa_rwlock_rdunlock(&x->l), 0);
+		}
+	}
+	return NULL;
+}
+
+Test(async_prims, rwlock_ring_and_threads)
+{
+	t_require_uring_futex(false);
+	static struct rwx x;
+	memset(&x, 0, sizeof(x));
+	struct rwx *px[2] = {&x, &x};
+	pthread_t t[2];
+	t_spawn(t, 2, rw_thread, px, sizeof(px[0]));
+	struct io_uring r;
+	ring_init(&r);
+	long ring_writes = 0;
+	for (int i = 0; i < RW_ROUNDS; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		if (i % 2 == 0) {
+			cr_assert_eq(RUN_OP(&r, &op, ursa_rwlock_wrlock_async(&r, &x.l, &op)), 0);
+			rw_check_write(&x);
+			ring_writes++;
+			cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
+		} else {
+			cr_assert_eq(RUN_OP(&r, &op, ursa_rwlock_rdlock_async(&r, &x.l, &op)), 0);
+			rw_check_read(&x);
+			cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+		}
+	}
+	t_join_all(t, 2);
+	cr_assert_eq(atomic_load(&x.violations), 0);
+	cr_assert_eq(x.value, ring_writes + 2 * (RW_ROUNDS / 4));
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	io_uring_queue_exit(&r);
+}
+
+/* ---- semaphore: thread producer, ring + thread consumers ----------------- */
+
+struct semx {
+	ursa_sem_t s;
+	atomic_long consumed;
+	atomic_int stop;
+};
+
+#define SEM_ITEMS 20000
+
+static void *sem_producer(void *arg)
+{
+	struct semx *x = *(struct semx **)arg;
+	for (int i = 0; i < SEM_ITEMS; i++)
+		cr_assert_eq(ursa_sem_post(&x->s), 0);
+	return NULL;
+}
+
+static void *sem_consumer(void *arg)
+{
+	struct semx *x = *(struct semx **)arg;
+	for (;;) {
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 5);
+		int rc = ursa_sem_timedwait(&x->s, CLOCK_MONOTONIC, &dl);
+		if (rc == 0)
+			atomic_fetch_add(&x->consumed, 1);
+		else if (atomic_load(&x->stop))
+			return NULL;
+		else
+			cr_assert_eq(rc, -ETIMEDOUT);
+	}
+}
+
+Test(async_prims, sem_ring_and_thread_consumers_conserve_count)
+{
+	t_require_uring_futex(false);
+	static struct semx x;
+	memset(&x, 0, sizeof(x));
+	struct semx *px[2] = {&x, &x};
+	pthread_t t[2];
+	t_spawn(&t[0], 1, sem_producer, px, sizeof(px[0]));
+	t_spawn(&t[1], 1, sem_consumer, px, sizeof(px[0]));
+	struct io_uring r;
+	ring_init(&r);
+	long ring_taken = 0;
+	while (ring_taken + atomic_load(&x.consumed) < SEM_ITEMS) {
+		struct ursa_op op = URSA_OP_INIT;
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 5);
+		cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+		int res = RUN_OP(&r, &op, ursa_sem_wait_async(&r, &x.s, &op));
+		if (res == 0)
+			ring_taken++;
+		else
+			cr_assert_eq(res, -ETIMEDOUT);
+	}
+	atomic_store(&x.stop, 1);
+	t_join_all(t, 2);
+	cr_assert_eq(ring_taken + atomic_load(&x.consumed), SEM_ITEMS);
+	cr_assert_eq(ursa_sem_value(&x.s), 0);
+	cr_assert_eq(ursa_sem_destroy(&x.s), 0, "a waiter registration leaked");
+	io_uring_queue_exit(&r);
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+struct evx {
+	ursa_event_t e;
+	atomic_int consumed;
+	int sets;
+};
+
+static void *auto_setter(void *arg)
+{
+	struct evx *x = *(struct evx **)arg;
+	for (int i = 0; i < x->sets; i++) {
+		while (atomic_load(&x->consumed) != i)
+			sched_yield();
+		cr_assert_eq(ursa_event_set(&x->e), 0);
+	}
+	return NULL;
+}
+
+Test(async_prims, auto_event_each_set_releases_one_ring_wait)
+{
+	t_require_uring_futex(false);
+	static struct evx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_event_init(&x.e, URSA_EVENT_AUTO_RESET), 0);
+	x.sets = 2000;
+	struct evx *px = &x;
+	pthread_t t;
+	t_spawn(&t, 1, auto_setter, &px, sizeof(px));
+	struct io_uring r;
+	ring_init(&r);
+	for (int i = 0; i < x.sets; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(RUN_OP(&r, &op, ursa_event_wait_async(&r, &x.e, &op)), 0);
+		cr_assert_eq(ursa_event_trywait(&x.e), -EBUSY, "auto-reset: consumed by the wait");
+		atomic_fetch_add(&x.consumed, 1);
+	}
+	t_join_all(&t, 1);
+	cr_assert_eq(ursa_event_destroy(&x.e), 0);
+	io_uring_queue_exit(&r);
+}
+
+static void *manual_setter(void *arg)
+{
+	ursa_event_t *e = *(ursa_event_t **)arg;
+	t_sleep_ms(20);
+	cr_assert_eq(ursa_event_set(e), 0);
+	cr_assert_eq(ursa_event_reset(e), 0); /* a pulse: waiters still released */
+	return NULL;
+}
+
+Test(async_prims, manual_event_releases_ring_and_thread_waiters)
+{
+	t_require_uring_futex(false);
+	ursa_event_t e = URSA_EVENT_INIT;
+	struct io_uring r;
+	ring_init(&r);
+	struct ursa_op ops[4];
+	memset(ops, 0, sizeof(ops));
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(ursa_event_wait_async(&r, &e, &ops[i]), 0);
+	io_uring_submit(&r);
+	ursa_event_t *pe = &e;
+	pthread_t t;
+	t_spawn(&t, 1, manual_setter, &pe, sizeof(pe));
+	int seen = 0;
+	while (seen < 4) {
+		struct ursa_op *d = reap(&r);
+		cr_assert_not_null(d);
+		cr_assert_eq(d->res, 0);
+		seen++;
+	}
+	t_join_all(&t, 1);
+	cr_assert_eq(ursa_event_trywait(&e), -EBUSY, "reset after the pulse");
+	io_uring_queue_exit(&r);
+}
+
+/* ---- condvar: ring waiter ping-pong with a blocked thread ----------------- */
+
+struct condx {
+	ursa_mutex_t m;
+	ursa_cond_t c;
+	int turn; /* 0: ring's turn, 1: thread's turn */
+	int rounds;
+};
+
+static void *cond_thread(void *arg)
+{
+	struct condx *x = *(struct condx **)arg;
+	cr_assert_eq(ursa_mutex_lock(&x->m), 0);
+	for (int i = 0; i < x->rounds; i++) {
+		while (x->turn != 1)
+			cr_assert_eq(ursa_cond_wait(&x->c, &x->m), 0);
+		x->turn = 0;
+		cr_assert_eq(ursa_cond_broadcast(&x->c), 0);
+	}
+	cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
+	return NULL;
+}
+
+Test(async_prims, cond_ring_and_thread_pingpong)
+{
+	t_require_uring_futex(false);
+	static struct condx x;
+	memset(&x, 0, sizeof(x));
+	x.rounds = 2000;
+	struct condx *px = &x;
+	pthread_t t;
+	t_spawn(&t, 1, cond_thread, &px, sizeof(px));
+	struct io_uring r;
+	ring_init(&r);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(RUN_OP(&r, &op, ursa_mutex_lock_async(&r, &x.m, &op)), 0);
+	for (int i = 0; i < x.rounds; i++) {
+		x.turn = 1;
+		cr_assert_eq(ursa_cond_signal(&x.c), 0);
+		while (x.turn != 0) {
+			memset(&op, 0, sizeof(op));
+			cr_assert_eq(RUN_OP(&r, &op, ursa_cond_wait_async(&r, &x.c, &x.m, &op)), 0);
+			/* finishes holding m */
+			cr_assert_eq(ursa_mutex_trylock(&x.m), -EBUSY);
+		}
+	}
+	cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
+	t_join_all(&t, 1);
+	cr_assert_eq(ursa_cond_destroy(&x.c), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async_prims, cond_timeout_and_cancel_finish_holding_mutex)
+{
+	t_require_uring_futex(false);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_cond_t c = URSA_COND_INIT;
+	struct io_uring r;
+	ring_init(&r);
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 20);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_REALTIME, &dl), 0);
+	cr_assert_eq(RUN_OP(&r, &op, ursa_cond_wait_async(&r, &c, &m, &op)), -ETIMEDOUT);
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "must finish holding m");
+	memset(&op, 0, sizeof(op));
+	cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), 0);
+	io_uring_submit(&r);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
+	cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, -ECANCELED);
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "must finish holding m");
+	cr_assert_eq(ursa_cond_destroy(&c), 0, "waiter registration leaked");
+	/* Not holding m: -EPERM at once, nothing queued. */
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	memset(&op, 0, sizeof(op));
+	cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), -EPERM);
+	cr_assert_eq(io_uring_sq_ready(&r), 0);
+	io_uring_queue_exit(&r);
+}
+
+/* ---- wait queue: ring waiters woken by syscalls and by a ring batch ------- */
+
+Test(async_prims, waitq_ring_waiters_woken_both_ways)
+{
+	t_require_uring_futex(false);
+	enum { N = 16 };
+	ursa_waitq_t *q = aligned_alloc(64, (ursa_waitq_size(N) + 63) & ~(size_t)63);
+	cr_assert_eq(ursa_waitq_init(q, N, 0), 0);
+	struct io_uring r, wr;
+	ring_init(&r);
+	ring_init(&wr);
+	for (int via_ring = 0; via_ring < 2; via_ring++) {
+		struct ursa_op ops[N];
+		memset(ops, 0, sizeof(ops));
+		for (uint32_t i = 0; i < N; i++) {
+			cr_assert_eq(ursa_waitq_prepare(q, i, i), 0);
+			cr_assert_eq(ursa_waitq_wait_async(&r, q, i, &ops[i]), 0);
+		}
+		io_uring_submit(&r);
+		/* Wake keys 0..7 (directed), then the rest (n oldest). */
+		cr_assert_eq(ursa_waitq_wake_upto(q, 7, via_ring ? &wr : NULL), 8);
+		cr_assert_eq(ursa_waitq_wake(q, N, via_ring ? &wr : NULL), N - 8);
+		int seen[N] = {0};
+		for (int k = 0; k < N; k++) {
+			struct ursa_op *d = reap(&r);
+			cr_assert_not_null(d);
+			cr_assert_eq(d->res, 0);
+			seen[d - ops]++;
+		}
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(seen[i], 1);
+	}
+	io_uring_queue_exit(&r);
+	io_uring_queue_exit(&wr);
+	free(q);
+}
+
+Test(async_prims, waitq_ring_wait_timeout_dequeues)
+{
+	t_require_uring_futex(false);
+	ursa_waitq_t *q = aligned_alloc(64, (ursa_waitq_size(4) + 63) & ~(size_t)63);
+	cr_assert_eq(ursa_waitq_init(q, 4, 0), 0);
+	struct io_uring r;
+	ring_init(&r);
+	cr_assert_eq(ursa_waitq_prepare(q, 2, 100), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 20);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+	cr_assert_eq(RUN_OP(&r, &op, ursa_waitq_wait_async(&r, q, 2, &op)), -ETIMEDOUT);
+	cr_assert_eq(ursa_waitq_wake(q, 4, NULL), 0, "the timed-out slot was dequeued");
+	cr_assert_eq(ursa_waitq_prepare(q, 2, 100), 0, "slot free again");
+	cr_assert_eq(ursa_waitq_cancel(q, 2), 0);
+	io_uring_queue_exit(&r);
+	free(q);
+}
+
+/* ---- wait-any in the ring -------------------------------------------------- */
+
+static void *post_later(void *arg)
+{
+	ursa_sem_t *s = *(ursa_sem_t **)arg;
+	t_sleep_ms(10);
+	cr_assert_eq(ursa_sem_post(s), 0);
+	return NULL;
+}
+
+Test(async_prims, wait_any_ring_takes_exactly_one)
+{
+	t_require_uring_futex(true);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_sem_t s = URSA_SEM_INIT;
+	ursa_event_t e = URSA_EVENT_INIT;
+	ursa_waitable_t v[3] = {
+		{URSA_WAIT_MUTEX, &m}, {URSA_WAIT_SEM, &s}, {URSA_WAIT_EVENT, &e}};
+	struct io_uring r;
+	ring_init(&r);
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_wait_any_async(&r, v, 3, &op), 0);
+	ursa_sem_t *ps = &s;
+	pthread_t t;
+	t_spawn(&t, 1, post_later, &ps, sizeof(ps));
+	cr_assert_eq(reap(&r), &op);
+	t_join_all(&t, 1);
+	cr_assert_eq(op.res, 1, "took the semaphore");
+	cr_assert_eq(ursa_sem_value(&s), 0);
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "mutex untouched (still ours)");
+	/* Free mutex: finishes at once, takes index 0. */
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	memset(&op, 0, sizeof(op));
+	cr_assert_eq(ursa_wait_any_async(&r, v, 3, &op), 1);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	/* Deadline: nothing available. */
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	memset(&op, 0, sizeof(op));
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 20);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+	cr_assert_eq(RUN_OP(&r, &op, ursa_wait_any_async(&r, v, 3, &op)), -ETIMEDOUT);
+	cr_assert_eq(ursa_sem_destroy(&s), 0, "registration leaked");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	/* Bad input. */
+	memset(&op, 0, sizeof(op));
+	cr_assert_eq(ursa_wait_any_async(&r, v, 0, &op), -EINVAL);
+	cr_assert_eq(ursa_wait_any_async(&r, v, 129, &op), -EINVAL);
+	io_uring_queue_exit(&r);
+}
+
+/* ---- waitid in the ring ------------------------------------------------------ */
+
+Test(async_prims, waitid_child_exit_with_a_lock_in_the_same_ring)
+{
+	struct ursa_features f;
+	ursa_probe(&f);
+	if (!f.uring_waitid)
+		cr_skip_test("kernel lacks IORING_OP_WAITID (needs Linux 6.7+)");
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op lop = URSA_OP_INIT, wop = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &lop), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		usleep(10000);
+		_exit(7);
+	}
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &wop), 0);
+	struct ursa_op *d = reap(&r);
+	cr_assert_eq(d, &wop, "the child's exit comes first");
+	cr_assert_eq(wop.res, 0);
+	cr_assert_eq(si.si_pid, pid);
+	cr_assert_eq(si.si_status, 7);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(reap(&r), &lop);
+	cr_assert_eq(lop.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}

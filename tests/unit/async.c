@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/async.c — the async API on the mutex: starters, completion,
+ * deadlines, cancel, ring faults, bad input, and exactly-once under races. */
+#include "tests/helpers.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TestSuite(async, .timeout = 60);
+
+static void ring_init(struct io_uring *r, unsigned entries, unsigned flags)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags;
+	int rc = io_uring_queue_init_params(entries, r, &p);
+	cr_assert_eq(rc, 0, "io_uring_queue_init: %d", rc);
+}
+
+/* Submit, then reap CQEs until one of ursa's ops finishes; application CQEs
+ * are counted in *app (may be NULL). Gives up after timeout_ms. */
+static struct ursa_op *reap_one(struct io_uring *r, int *app, long timeout_ms)
+{
+	uint64_t end = t_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		io_uring_submit(r);
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {0, 10 * 1000000};
+		int rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
+		if (rc == -ETIME || rc == -EINTR) {
+			if (t_now_ns() > end)
+				return NULL;
+			continue;
+		}
+		cr_assert_eq(rc, 0, "wait_cqe: %d", rc);
+		struct ursa_op *done = NULL;
+		int mine = ursa_handle_cqe(r, cqe, &done);
+		cr_assert(mine == 0 || mine == 1);
+		if (!mine && app)
+			(*app)++;
+		io_uring_cqe_seen(r, cqe);
+		if (done)
+			return done;
+	}
+}
+
+/* No CQE of any kind arrives within ms (drains ursa's auxiliary ones). */
+static int count_app_cqes(struct io_uring *r, long ms)
+{
+	int app = 0;
+	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000ull;
+	while (t_now_ns() < end) {
+		io_uring_submit(r);
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {0, 5 * 1000000};
+		if (io_uring_wait_cqe_timeout(r, &cqe, &ts) != 0)
+			continue;
+		struct ursa_op *done = NULL;
+		int mine = ursa_handle_cqe(r, cqe, &done);
+		cr_assert_null(done, "an op finished twice");
+		if (!mine)
+			app++;
+		io_uring_cqe_seen(r, cqe);
+	}
+	return app;
+}
+
+Test(async, bad_input)
+{
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec ts = {0, 0};
+	cr_assert_eq(ursa_mutex_lock_async(NULL, &m, &op), -EINVAL);
+	cr_assert_eq(ursa_mutex_lock_async(&r, NULL, &op), -EINVAL);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, NULL), -EINVAL);
+	cr_assert_eq(ursa_op_set_deadline(NULL, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_THREAD_CPUTIME_ID, &ts), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_op_cancel(NULL, &op), -EINVAL);
+	cr_assert_eq(ursa_op_cancel(&r, NULL), -EINVAL);
+	struct ursa_op *done;
+	cr_assert_eq(ursa_handle_cqe(&r, NULL, &done), -EINVAL);
+	/* None of that touched the mutex. */
+	cr_assert_eq(ursa_mutex_trylock(&m), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, free_mutex_completes_at_once)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(io_uring_sq_ready(&r), 0, "nothing may be queued");
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "the op holds the mutex");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, in_flight_op_started_again_is_einval)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), -EINVAL);
+	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 1000);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	struct ursa_op *done = reap_one(&r, NULL, 5000);
+	cr_assert_eq(done, &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, application_cqes_are_not_ursas)
+{
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	uint64_t vals[] = {0, 1, 0x00ffffffffffffffull, (uint64_t)(uintptr_t)&r, 12345};
+	for (unsigned i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = vals[i];
+	}
+	io_uring_submit(&r);
+	for (unsigned i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		struct io_uring_cqe *cqe;
+		cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
+		struct ursa_op *done = (void *)1;
+		cr_assert_eq(ursa_handle_cqe(&r, cqe, &done), 0);
+		cr_assert_null(done);
+		io_uring_cqe_seen(&r, cqe);
+	}
+	io_uring_queue_exit(&r);
+}
+
+static void *unlock_after(void *arg)
+{
+	ursa_mutex_t *m = *(ursa_mutex_t **)arg;
+	t_sleep_ms(20);
+	cr_assert_eq(ursa_mutex_unlock(m), 0);
+	return NULL;
+}
+
+static void lock_wait_unlock(unsigned ring_flags, unsigned mflags)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, ring_flags);
+	ursa_mutex_t m;
+	cr_assert_eq(ursa_mutex_init(&m, mflags), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	op.user_data = &m;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	ursa_mutex_t *pm = &m;
+	pthread_t t;
+	t_spawn(&t, 1, unlock_after, &pm, sizeof(pm));
+	struct ursa_op *done = reap_one(&r, NULL, 5000);
+	t_join_all(&t, 1);
+	cr_assert_eq(done, &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(op.user_data, &m, "user_data untouched");
+	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "the ring waiter holds it");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	cr_assert_eq(count_app_cqes(&r, 20), 0, "ursa left a CQE to the application");
+	io_uring_queue_exit(&r);
+}
+
+Test(async, woken_by_thread_unlock_private)
+{
+	lock_wait_unlock(0, 0);
+}
+
+Test(async, woken_by_thread_unlock_shared)
+{
+	lock_wait_unlock(0, URSA_SHARED);
+}
+
+Test(async, single_issuer_defer_taskrun_ring)
+{
+	lock_wait_unlock(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, 0);
+}
+
+Test(async, sq_full_is_ebusy_and_changes_nothing)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 2, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	uint32_t before = m.__word;
+	while (io_uring_get_sqe(&r))
+		; /* fill the SQ ring */
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), -EBUSY);
+	cr_assert_eq(m.__word, before, "the mutex word changed");
+	/* Submit the nops, then it fits. */
+	io_uring_submit(&r);
+	count_app_cqes(&r, 10);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, deadline_already_past)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		struct timespec past = t_deadline(clks[i], -5);
+		cr_assert_eq(ursa_op_set_deadline(&op, clks[i], &past), 0);
+		cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+		cr_assert_eq(op.res, -ETIMEDOUT);
+		cr_assert_eq(io_uring_sq_ready(&r), 0);
+	}
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	/* ...and a free mutex is still taken at once despite a past deadline. */
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec past = t_deadline(CLOCK_MONOTONIC, -5);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &past), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, deadline_times_out_once_both_clocks)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		struct timespec dl = t_deadline(clks[i], 30);
+		cr_assert_eq(ursa_op_set_deadline(&op, clks[i], &dl), 0);
+		cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+		cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+		cr_assert_eq(op.res, -ETIMEDOUT);
+		struct timespec now;
+		clock_gettime(clks[i], &now);
+		cr_assert(now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec));
+	}
+	cr_assert_eq(count_app_cqes(&r, 20), 0, "the timeout's own CQE reached the application");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, cancel_finishes_once)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	io_uring_submit(&r);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "a second cancel is harmless");
+	cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+	cr_assert_eq(op.res, -ECANCELED);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "cancel after finish is harmless");
+	cr_assert_eq(count_app_cqes(&r, 20), 0);
+	/* The mutex is still ours and consistent. */
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_trylock(&m), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+/* ---- races on purpose --------------------------------------------------- */
+
+/* The unlocker: for each round, waits for the go signal, spins a varying
+ * few hundred nanoseconds, then unlocks — racing the main thread's cancel
+ * or the op's deadline. */
+struct racer {
+	ursa_mutex_t m;
+	atomic_int go;
+	atomic_int done;
+	int iters;
+};
+
+static void *unlocker(void *arg)
+{
+	struct racer *x = *(struct racer **)arg;
+	for (int i = 1; i <= x->iters; i++) {
+		while (atomic_load(&x->go) != i)
+			;
+		for (volatile int k = 0; k < (i * 37) % 2000; k++)
+			;
+		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
+		atomic_store(&x->done, i);
+	}
+	return NULL;
+}
+
+static void race(int mode /* 0 cancel, 1 timeout */, int iters)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	ring_init(&r, 64, 0);
+	static struct racer x;
+	memset(&x, 0, sizeof(x));
+	x.iters = iters;
+	struct racer *px = &x;
+	pthread_t t;
+	t_spawn(&t, 1, unlocker, &px, sizeof(px));
+	int acquired = 0, stopped = 0;
+	for (int i = 1; i <= iters; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(ursa_mutex_lock(&x.m), 0);
+		if (mode == 1) {
+			struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
+			dl.tv_nsec += (i % 40) * 1000; /* 0..40 us from now */
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_nsec -= 1000000000L;
+				dl.tv_sec++;
+			}
+			cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+		}
+		int rc = ursa_mutex_lock_async(&r, &x.m, &op);
+		cr_assert(rc == 0 || (mode == 1 && rc == 1 && op.res == -ETIMEDOUT), "start: %d", rc);
+		io_uring_submit(&r);
+		atomic_store(&x.go, i);
+		if (rc == 0) {
+			if (mode == 0)
+				cr_assert_eq(ursa_op_cancel(&r, &op), 0);
+			struct ursa_op *done = reap_one(&r, NULL, 10000);
+			cr_assert_eq(done, &op, "op never finished (iteration %d)", i);
+		}
+		while (atomic_load(&x.done) != i)
+			;
+		if (op.res == 0) {
+			acquired++;
+			cr_assert_eq(ursa_mutex_unlock(&x.m), 0, "op said acquired but lock not held");
+		} else {
+			cr_assert(op.res == (mode ? -ETIMEDOUT : -ECANCELED), "res %d", op.res);
+			stopped++;
+		}
+		cr_assert_eq(ursa_mutex_trylock(&x.m), 0, "mutex left locked (iteration %d)", i);
+		cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
+	}
+	/* Drain: no op finishes a second time, nothing leaks to the app. */
+	cr_assert_eq(count_app_cqes(&r, 30), 0);
+	t_join_all(&t, 1);
+	cr_assert_eq(acquired + stopped, iters);
+	cr_log_info("%s race: %d acquired, %d %s\n", mode ? "timeout" : "cancel", acquired, stopped,
+		    mode ? "timed out" : "cancelled");
+	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async, race_cancel_vs_wake)
+{
+	race(0, 3000);
+}
+
+Test(async, race_timeout_vs_wake)
+{
+	race(1, 3000);
+}
+
+/* A ring torn down with waits in flight; the futex memory is then reused
+ * for a new mutex that works normally (no stale wait matches it). */
+Test(async, ring_torn_down_with_ops_in_flight)
+{
+	t_require_uring_futex(false);
+	ursa_mutex_t *ms = calloc(16, sizeof(*ms));
+	for (int round = 0; round < 50; round++) {
+		struct io_uring r;
+		ring_init(&r, 32, 0);
+		struct ursa_op ops[16];
+		memset(ops, 0, sizeof(ops));
+		for (int i = 0; i < 16; i++) {
+			cr_assert_eq(ursa_mutex_lock(&ms[i]), 0);
+			cr_assert_eq(ursa_mutex_lock_async(&r, &ms[i], &ops[i]), 0);
+		}
+		io_uring_submit(&r);
+		io_uring_queue_exit(&r);
+		for (int i = 0; i < 16; i++) {
+			cr_assert_eq(ursa_mutex_init(&ms[i], 0), 0);
+			cr_assert_eq(ursa_mutex_lock(&ms[i]), 0);
+			cr_assert_eq(ursa_mutex_unlock(&ms[i]), 0);
+		}
+	}
+	free(ms);
+}
+
+/* A CQ ring far smaller than the number of waits: completions overflow
+ * into the kernel's backlog, and every op still finishes exactly once. */
+Test(async, tiny_cq_ring_overflow)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_CQSIZE;
+	p.cq_entries = 4; /* the kernel's minimum: as many as SQ entries */
+	cr_assert_eq(io_uring_queue_init_params(4, &r, &p), 0);
+	enum { N = 48 };
+	static ursa_mutex_t ms[N];
+	static struct ursa_op ops[N];
+	memset(ms, 0, sizeof(ms));
+	memset(ops, 0, sizeof(ops));
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(ursa_mutex_lock(&ms[i]), 0);
+		int rc;
+		while ((rc = ursa_mutex_lock_async(&r, &ms[i], &ops[i])) == -EBUSY)
+			io_uring_submit(&r);
+		cr_assert_eq(rc, 0);
+	}
+	io_uring_submit(&r);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(ursa_mutex_unlock(&ms[i]), 0);
+	int seen[N] = {0};
+	for (int i = 0; i < N; i++) {
+		struct ursa_op *done = reap_one(&r, NULL, 5000);
+		cr_assert_not_null(done);
+		seen[done - ops]++;
+		cr_assert_eq(done->res, 0);
+	}
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(seen[i], 1);
+		cr_assert_eq(ursa_mutex_unlock(&ms[i]), 0);
+	}
+	io_uring_queue_exit(&r);
+}
