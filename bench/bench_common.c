@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/bench_common.c — timing, threads and statistics for ursa-bench. */
+#include "bench/bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct bench_opts bench_opt;
+double bench_iters_per_ns = 1.0;
+
+int bench_fail(const char *what, int err)
+{
+	fprintf(stderr, "\nursa-bench: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	return -1;
+}
+
+void bench_add_impl(struct bench_scenario *s, const char *name, const char *note,
+		    bench_measure_fn fn)
+{
+	if (s->nimpls >= BENCH_MAX_IMPLS)
+		abort();
+	s->impls[s->nimpls++] = (struct bench_impl){name, note, fn};
+}
+
+/* The work loop's speed: the fastest of a few timings of 2M iterations, so a
+ * preemption during calibration does not make every later loop too short. */
+void bench_calibrate(void)
+{
+	const uint32_t n = 2000000;
+	double best = 0;
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = bench_now_ns();
+		bench_work_iters(n);
+		uint64_t dt = bench_now_ns() - t0;
+		double ipn = dt ? (double)n / (double)dt : 1.0;
+		if (ipn > best)
+			best = ipn;
+	}
+	bench_iters_per_ns = best;
+}
+
+void bench_pin_self(int i)
+{
+	if (!bench_opt.pin || bench_opt.ncpu <= 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(bench_opt.cpus[i % bench_opt.ncpu], &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static int spawn(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride,
+		 size_t stack)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (stack)
+		pthread_attr_setstacksize(&attr, stack);
+	for (int i = 0; i < n; i++) {
+		if (bench_opt.pin && bench_opt.ncpu > 0) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(bench_opt.cpus[i % bench_opt.ncpu], &set);
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		}
+		int r = pthread_create(&tids[i], &attr, fn, (char *)args + (size_t)i * stride);
+		if (r) {
+			pthread_attr_destroy(&attr);
+			bench_join(tids, i);
+			return bench_fail("pthread_create", r);
+		}
+	}
+	pthread_attr_destroy(&attr);
+	return 0;
+}
+
+int bench_spawn(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride)
+{
+	return spawn(tids, n, fn, args, stride, 0);
+}
+
+int bench_spawn_small(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride)
+{
+	return spawn(tids, n, fn, args, stride, 128 * 1024);
+}
+
+int bench_spawn_on(pthread_t *tid, int cpu_index, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (bench_opt.pin && bench_opt.ncpu > 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(bench_opt.cpus[cpu_index % bench_opt.ncpu], &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	int r = pthread_create(tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r ? bench_fail("pthread_create", r) : 0;
+}
+
+void bench_join(pthread_t *tids, int n)
+{
+	for (int i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+}
+
+pid_t bench_gettid(void)
+{
+	return gettid();
+}
+
+bool bench_thread_asleep(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+bool bench_wait_asleep(pid_t tid, int timeout_ms)
+{
+	uint64_t end = bench_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	while (!bench_thread_asleep(tid)) {
+		if (bench_now_ns() > end)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
+void bench_yield_until_eq(const int *p, int val)
+{
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != val)
+		sched_yield();
+}
+
+void bench_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+uint64_t bench_quantile_u64(uint64_t *u, size_t n, double q)
+{
+	if (!n)
+		return 0;
+	qsort(u, n, sizeof(*u), cmp_u64);
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	return u[i < n ? i : n - 1];
+}
