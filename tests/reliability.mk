@@ -1,0 +1,32 @@
+# Reliability area (issue 6): the plain-C threads driver (also the TSan and
+# old-kernel test program), the spin models, fault injection, stress,
+# `make check-tsan` and `make check-oldkernel`.
+#
+# Shell-script tests (.sh) run under $(SHELL), not under the Criterion
+# wrapper tests/run-test.sh.
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+
+# ---- the threads driver: plain C, no Criterion (runs under TSan) --------
+check_PROGRAMS += tests/tsan/tsan_driver
+tests_tsan_tsan_driver_SOURCES = tests/tsan/tsan_driver.c
+tests_tsan_tsan_driver_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+tests_tsan_tsan_driver_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/tsan/run-driver.sh
+EXTRA_DIST += tests/tsan/run-driver.sh
+
+# ---- make check-tsan ------------------------------------------------------
+# Criterion cannot run under ThreadSanitizer (its boxfort arena fails,
+# Criterion issue #274), so the TSan build runs the plain-C driver, which
+# exercises every primitive's contended paths, blocking and async. The TSan
+# build lives in its own configured tree under this build tree.
+TSAN_BUILDDIR = $(abs_top_builddir)/tsan-build
+TSAN_OPTIONS_DEFAULT = halt_on_error=1 abort_on_error=0 second_deadlock_stats=1 history_size=4
+check-tsan:
+	@$(MKDIR_P) '$(TSAN_BUILDDIR)'
+	@cd '$(TSAN_BUILDDIR)' && if test ! -f Makefile; then \
+	  echo "check-tsan: configuring $(TSAN_BUILDDIR) with --enable-sanitizers=thread"; \
+	  '$(abs_top_srcdir)/configure' -q --enable-sanitizers=thread CC='$(CC)' || exit 1; fi
+	@$(MAKE) $(AM_MAKEFLAGS) -C '$(TSAN_BUILDDIR)' lib/libursa.la tests/tsan/tsan_driver
+	cd '$(TSAN_BUILDDIR)' && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
+	  $(SHELL) '$(abs_top_srcdir)/tests/tsan/run-driver.sh' $(TSAN_DRIVER_ARGS)
