@@ -321,7 +321,7 @@ static int op_advance(struct io_uring *r, struct ursa_op *op)
 	if (p->kind == K_ANY)
 		return any_advance(r, op);
 	for (;;) {
-		struct ursa_wait wt;
+		struct ursa_wait wt = {0};
 		int rc = op_step(p, &wt);
 		if (rc == URSA_STEP_DONE) {
 			if (p->kind == K_COND && p->stage == 0) {

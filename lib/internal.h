@@ -55,7 +55,11 @@ struct ursa_wait {
 	uint32_t *addr;
 	uint32_t val;
 	bool shared;
+	bool bounded; /* blocking waiters: sleep at most URSA_HANDED_SLEEP_MS */
 };
+
+/* Longest a bounded wait sleeps before stepping again (lib/mutex.c). */
+#define URSA_HANDED_SLEEP_MS 10
 
 /* Per-waiter state carried across retries: on the stack for a blocked
  * thread, inside struct ursa_op for a ring waiter. Zero-initialised. */
@@ -90,6 +94,13 @@ struct ursa_waiter {
 URSA_PRIVATE_FN int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w,
 				     struct ursa_wait *out);
 URSA_PRIVATE_FN int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w);
+/* For wait-any: take the mutex as waiter w would (FREE; HANDED once w has
+ * slept), deregistering w. 0 or -EBUSY; never waits. */
+URSA_PRIVATE_FN int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w);
+/* For wait-any, after taking another object: a wake meant for this mutex's
+ * sleepers may have been consumed; pass it on (wake one if FREE; claim and
+ * unlock if HANDED). */
+URSA_PRIVATE_FN void ursa__mutex_pass_on(ursa_mutex_t *m);
 
 URSA_PRIVATE_FN int ursa__rwlock_rd_step(ursa_rwlock_t *l, struct ursa_waiter *w,
 					 struct ursa_wait *out);

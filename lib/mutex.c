@@ -5,51 +5,74 @@
  * The word (one futex, 32 bits):
  *
  *   bit 31      SHARED   process-shared (constant after init)
+ *   bits 3-30   COUNT    registered waiters: waiters that have slept at
+ *                        least once and have not finished (taken the lock
+ *                        or given up)
  *   bit 2       REQ      a starving waiter asks for a hand-off
  *   bits 0-1    state    0 FREE, 1 LOCKED, 2 CONTENDED, 3 HANDED
  *
- *   FREE       unlocked. The only unlocked state; the word is 0 or SHARED.
- *   LOCKED     locked, no waiter has announced itself: unlock needs no wake.
+ *   FREE       unlocked.
+ *   LOCKED     locked, no sleeper has announced itself: unlock needs no wake.
  *   CONTENDED  locked, waiters may sleep: unlock must wake one.
  *   HANDED     locked on behalf of a waiter that has slept; the first such
- *              waiter to see it claims it (HANDED -> CONTENDED). Newcomers
+ *              waiter to step claims it (HANDED -> CONTENDED). Newcomers
  *              treat it as locked, so they cannot barge.
  *
- * This is Drepper's three-state mutex ("Futexes Are Tricky", mutex3) with a
- * fourth state for hand-off. Transitions:
+ * Uncontended, the word is 0 (or SHARED): lock and unlock are one inline
+ * compare-and-swap each (include/ursa/mutex.h). Anything else goes out of
+ * line. This is Drepper's three-state mutex ("Futexes Are Tricky", mutex3)
+ * plus a hand-off state and a waiter count. Transitions:
  *
- *   lock fast:   FREE -> LOCKED                       (inline CAS)
- *   unlock fast: LOCKED -> FREE                       (inline CAS)
- *   waiter step: FREE -> LOCKED (first try) or CONTENDED (after sleeping:
- *                other sleepers may remain, so the next unlock must wake);
- *                LOCKED -> CONTENDED, then sleep while word == CONTENDED;
+ *   lock fast:   0 -> LOCKED                           (inline CAS)
+ *   unlock fast: LOCKED -> 0                           (inline CAS)
+ *   waiter step: FREE -> LOCKED, or CONTENDED when it has slept or COUNT > 0
+ *                (other sleepers may remain, so the next unlock must wake);
+ *                LOCKED -> CONTENDED, then sleep while word == that value;
  *                HANDED -> CONTENDED if it has slept (claim), else sleep;
- *                after losing URSA_HANDOFF_AFTER wakes, also sets REQ.
+ *                once it has slept it registers (COUNT + 1, in the CAS that
+ *                announces it again) and deregisters in the CAS that takes
+ *                the lock; after URSA_HANDOFF_AFTER lost races it also sets
+ *                REQ.
  *   unlock slow: CONTENDED -> FREE, wake 1;
  *                CONTENDED|REQ -> HANDED, wake 1. If the wake found nobody
- *                (the waiters timed out or were cancelled in between), take
- *                it back: HANDED -> FREE and wake 1 more, for any newcomer
- *                that went to sleep on HANDED meanwhile.
+ *                asleep and COUNT is 0, take it back (HANDED -> FREE, and
+ *                wake 1 for any newcomer that slept on HANDED meanwhile);
+ *                if COUNT > 0, a registered waiter is between two sleeps
+ *                (a ring waiter whose CQE is on its way, a thread back from
+ *                a spurious wake) and will claim it at its next step.
+ *   abandon:     a registered waiter that gives up deregisters; if that
+ *                leaves HANDED with COUNT 0, it takes the hand-off back.
  *
- * Why no wakeup is lost: a waiter sleeps only with the futex value
- * CONTENDED or HANDED, which it (or another waiter) stored; the kernel
- * compares that value under the hash-bucket lock, so an unlock that changes
- * the word before the sleep makes the sleep return -EAGAIN, and an unlock
- * after it finds the waiter queued and wakes it. Any state with sleepers is
- * CONTENDED or HANDED, never LOCKED: a waiter that takes the lock after
- * sleeping stores CONTENDED, conservatively, so its unlock wakes the next.
- * A HANDED lock is never stranded: the unlocker either woke a waiter (which
- * claims it; a woken waiter's step always runs) or takes it back.
+ * Why no wakeup is lost: a waiter sleeps only on a value with state
+ * CONTENDED or HANDED that it saw or stored; the kernel compares it under
+ * the hash-bucket lock, so an unlock that changes the word first makes the
+ * sleep return -EAGAIN, and an unlock after it finds the waiter queued and
+ * wakes it. Any state with sleepers is CONTENDED or HANDED, never LOCKED: a
+ * waiter that takes the lock after sleeping, or while others are
+ * registered, stores CONTENDED. A HANDED lock is never stranded: the
+ * unlocker woke a sleeper (whose next step claims it — a woken thread or
+ * ring waiter always steps), or a registered waiter will step, or the last
+ * party to see COUNT 0 (unlocker or abandoner) takes it back.
  *
- * Ring waiters (lib/async.c) run the same step: their FUTEX_WAIT SQE sleeps
- * on the same value, and a woken ring waiter stores CONTENDED like a woken
- * thread, so the next sleeper's wake is never lost. A ring waiter's wake
- * reaches it late (CQE, task_work, the loop's turn), so under sustained
- * contention running threads win every race; after URSA_HANDOFF_AFTER
- * losses it sets REQ and the next unlock hands the lock to the oldest
- * sleeper (the kernel wakes futex waiters in FIFO order, ring or thread
- * alike), which bounds how long any waiter starves — parking_lot's
+ * Ring waiters (lib/async.c) run the same step: their FUTEX_WAIT SQE
+ * sleeps on the same value, and a woken ring waiter stores CONTENDED like a
+ * woken thread, so the next sleeper's wake is never lost. Starvation: a
+ * ring waiter's wake reaches it late (CQE, task_work, the loop's turn), and
+ * under churn its re-armed FUTEX_WAIT often finds the word already changed
+ * (-EAGAIN), so it is rarely asleep when an unlock wakes. After
+ * URSA_HANDOFF_AFTER lost races it sets REQ; the next unlock hands the lock
+ * to a sleeper or, the waiter being registered, keeps it HANDED until the
+ * waiter's next step claims it. Running threads cannot take a HANDED lock,
+ * so a starving waiter gets the lock within a few unlocks — parking_lot's
  * eventual fairness, counted in lost races instead of time.
+ *
+ * Limits: a registered waiter that vanishes without giving up — its process
+ * killed, or its io_uring torn down with the wait in flight — leaves COUNT
+ * raised: destroy then says -EBUSY, and a hand-off may wait for a claimer
+ * that never comes. Blocked newcomers recover from that by themselves (a
+ * sleep on HANDED is bounded to URSA_HANDED_SLEEP_MS; after it they count
+ * as having slept and claim it); re-initialise a mutex whose ring was torn
+ * down with lock ops in flight.
  */
 #include "lib/internal.h"
 
@@ -60,6 +83,8 @@
 #define M_LOCKED 1u
 #define M_CONTENDED 2u
 #define M_HANDED 3u
+#define M_CNT_ONE 0x8u
+#define M_CNT 0x7ffffff8u
 
 /* Lost races before a waiter asks for a hand-off. */
 #define URSA_HANDOFF_AFTER 2
@@ -70,6 +95,26 @@ _Static_assert(_Alignof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4-byte aligned
 static inline bool m_shared(uint32_t v)
 {
 	return v & M_SHARED;
+}
+
+/* The state a locker stores when it takes a FREE lock. */
+static inline uint32_t m_taken(uint32_t v, bool slept)
+{
+	return (slept || (v & M_CNT)) ? M_CONTENDED : M_LOCKED;
+}
+
+/* A HANDED lock nobody is going to claim (no sleeper was woken, no waiter
+ * is registered) goes back to FREE; wake one newcomer that may have gone to
+ * sleep on HANDED meanwhile. */
+static void m_take_back(ursa_mutex_t *m)
+{
+	uint32_t v = ld_relaxed(&m->__word);
+	while ((v & M_STATE) == M_HANDED && !(v & M_CNT)) {
+		if (cas_rel(&m->__word, &v, v & ~M_STATE)) {
+			ursa_k_futex_wake(&m->__word, 1, m_shared(v));
+			return;
+		}
+	}
 }
 
 int ursa_mutex_init(ursa_mutex_t *m, unsigned flags)
@@ -84,50 +129,89 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 {
 	if (!m)
 		return -EINVAL;
-	return (ld_acquire(&m->__word) & M_STATE) == M_FREE ? 0 : -EBUSY;
+	return (ld_acquire(&m->__word) & (M_STATE | M_CNT)) == 0 ? 0 : -EBUSY;
+}
+
+int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
+{
+	uint32_t v = ld_relaxed(&m->__word);
+	for (;;) {
+		uint32_t s = v & M_STATE, dereg = w->registered ? M_CNT_ONE : 0;
+		if (s == M_FREE) {
+			if (cas_acq(&m->__word, &v, (v - dereg) | m_taken(v - dereg, w->slept)))
+				break;
+		} else if (s == M_HANDED && w->slept) {
+			if (cas_acq(&m->__word, &v, ((v - dereg) & ~M_STATE) | M_CONTENDED))
+				break;
+		} else {
+			return -EBUSY;
+		}
+	}
+	w->registered = 0;
+	return 0;
 }
 
 int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	if (ursa__mutex_take(m, w) == 0)
+		return URSA_STEP_DONE;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		uint32_t s = v & M_STATE, want;
-		if (s == M_FREE) {
-			if (cas_acq(&m->__word, &v, (v & M_SHARED) | (w->slept ? M_CONTENDED : M_LOCKED)))
+		if (s == M_FREE || (s == M_HANDED && w->slept)) {
+			if (ursa__mutex_take(m, w) == 0)
 				return URSA_STEP_DONE;
+			v = ld_relaxed(&m->__word);
 			continue;
 		}
-		if (s == M_HANDED && w->slept) {
-			if (cas_acq(&m->__word, &v, (v & M_SHARED) | M_CONTENDED))
-				return URSA_STEP_DONE;
-			continue;
-		}
-		/* Locked: announce ourselves (CONTENDED), and after losing
-		 * enough races ask for a hand-off (REQ), then sleep. */
+		/* Locked: announce ourselves (CONTENDED), register once we have
+		 * slept, ask for a hand-off (REQ) after losing enough races,
+		 * then sleep on exactly the value we stored or saw. */
 		want = s == M_HANDED ? v : (v & ~M_STATE) | M_CONTENDED;
 		if (s != M_HANDED && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 			want |= M_REQ;
+		if (w->slept && !w->registered)
+			want += M_CNT_ONE;
 		if (want != v && !cas_relaxed(&m->__word, &v, want))
 			continue;
-		if (w->slept)
+		if (w->slept) {
+			w->registered = 1;
 			w->losses++;
+		}
 		out->addr = &m->__word;
 		out->val = want;
 		out->shared = m_shared(v);
+		/* A never-slept waiter on HANDED bounds its sleep, so a hand-off
+		 * whose claimer vanished (killed, ring torn down) costs a delay,
+		 * not a deadlock: after it the waiter has slept and may claim. */
+		out->bounded = s == M_HANDED && !w->slept;
 		return URSA_STEP_WAIT;
 	}
 }
 
 int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
 {
-	/* Nothing to undo: a waiter registers nothing but the CONTENDED state,
-	 * which only costs the next unlock a spare wake. A HANDED lock meant
-	 * for this waiter was claimed by its last step (ursa__block) or its
-	 * CQE (a woken ring wait always steps), or is taken back by the
-	 * unlocker when its wake found nobody. */
-	(void)m;
-	(void)w;
+	if (!w->registered)
+		return 0;
+	uint32_t v = __atomic_fetch_sub(&m->__word, M_CNT_ONE, __ATOMIC_ACQ_REL) - M_CNT_ONE;
+	w->registered = 0;
+	if ((v & M_STATE) == M_HANDED && !(v & M_CNT))
+		m_take_back(m);
 	return 0;
+}
+
+void ursa__mutex_pass_on(ursa_mutex_t *m)
+{
+	/* A wake on this word may have been consumed by a waiter that took
+	 * something else (wait-any): make sure the next sleeper hears of it. */
+	uint32_t v = ld_relaxed(&m->__word);
+	if ((v & M_STATE) == M_FREE) {
+		ursa_k_futex_wake(&m->__word, 1, m_shared(v));
+	} else if ((v & M_STATE) == M_HANDED) {
+		struct ursa_waiter w = {.slept = 1};
+		if (ursa__mutex_take(m, &w) == 0)
+			ursa__mutex_unlock_slow(m);
+	}
 }
 
 static int mutex_step(void *m, struct ursa_waiter *w, struct ursa_wait *out)
@@ -147,7 +231,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 	for (int i = 0; i < URSA_SPIN; i++) {
 		uint32_t v = ld_relaxed(&m->__word);
 		uint32_t s = v & M_STATE;
-		if (s == M_FREE && cas_acq(&m->__word, &v, v | M_LOCKED))
+		if (s == M_FREE && cas_acq(&m->__word, &v, v | m_taken(v, false)))
 			return 0;
 		if (s == M_HANDED)
 			break;
@@ -170,7 +254,7 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 		return -EINVAL;
 	uint32_t v = ld_relaxed(&m->__word);
 	while ((v & M_STATE) == M_FREE) {
-		if (cas_acq(&m->__word, &v, v | M_LOCKED))
+		if (cas_acq(&m->__word, &v, v | m_taken(v, false)))
 			return 0;
 	}
 	return -EBUSY;
@@ -187,26 +271,19 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		if (s == M_FREE || s == M_HANDED)
 			return -EPERM;
 		if (s == M_LOCKED) {
-			if (cas_rel(&m->__word, &v, v & M_SHARED))
+			/* No sleeper announced; registered waiters are awake. */
+			if (cas_rel(&m->__word, &v, v & ~M_STATE))
 				return 0;
 			continue;
 		}
 		if (v & M_REQ) {
-			if (!cas_rel(&m->__word, &v, (v & M_SHARED) | M_HANDED))
+			if (!cas_rel(&m->__word, &v, (v & ~(M_STATE | M_REQ)) | M_HANDED))
 				continue;
-			if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
-				return 0;
-			/* Nobody was asleep to take it: release it instead. */
-			v = ld_relaxed(&m->__word);
-			while ((v & M_STATE) == M_HANDED) {
-				if (cas_rel(&m->__word, &v, v & M_SHARED)) {
-					ursa_k_futex_wake(&m->__word, 1, sh);
-					break;
-				}
-			}
+			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
+				m_take_back(m); /* unless a registered waiter will claim it */
 			return 0;
 		}
-		if (!cas_rel(&m->__word, &v, v & M_SHARED))
+		if (!cas_rel(&m->__word, &v, v & ~M_STATE))
 			continue;
 		ursa_k_futex_wake(&m->__word, 1, sh);
 		return 0;
@@ -224,7 +301,7 @@ int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *
 	if (cas_acq(&m->__word, &v, M_LOCKED))
 		return 0;
 	if ((v & ~M_SHARED) == M_FREE && cas_acq(&m->__word, &v, v | M_LOCKED))
-		return 0;
+		return 0; /* process-shared, uncontended */
 	return mutex_lock_slow(m, clk, abs);
 }
 

@@ -20,10 +20,15 @@ bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs)
 	return now.tv_sec > abs->tv_sec || (now.tv_sec == abs->tv_sec && now.tv_nsec >= abs->tv_nsec);
 }
 
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
 int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ursa_waiter *w,
 		clockid_t clk, const struct timespec *abs)
 {
-	struct ursa_wait wt;
+	struct ursa_wait wt = {0};
 	for (;;) {
 		int r = step(obj, w, &wt);
 		if (r != URSA_STEP_WAIT)
@@ -31,8 +36,26 @@ int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ur
 		/* A deadline already past: one try, no sleep. */
 		if (abs && ursa__deadline_passed(clk, abs))
 			return abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
-		r = ursa_k_futex_wait(wt.addr, wt.val, wt.shared, clk, abs);
+		/* A bounded wait sleeps at most URSA_HANDED_SLEEP_MS (or until
+		 * the caller's deadline, if that comes first). */
+		const struct timespec *dl = abs;
+		clockid_t dclk = clk;
+		struct timespec bound;
+		if (wt.bounded) {
+			struct timespec now;
+			int64_t lim = (int64_t)URSA_HANDED_SLEEP_MS * 1000000;
+			clock_gettime(clk, &now);
+			if (!abs || ts_ns(abs) - ts_ns(&now) > lim) {
+				int64_t t = ts_ns(&now) + lim;
+				bound.tv_sec = (time_t)(t / 1000000000);
+				bound.tv_nsec = (long)(t % 1000000000);
+				dl = &bound;
+			}
+		}
+		r = ursa_k_futex_wait(wt.addr, wt.val, wt.shared, dclk, dl);
 		w->slept = 1;
+		if (r == -ETIMEDOUT && dl != abs)
+			continue; /* the bound, not the caller's deadline */
 		if (r == -ETIMEDOUT) {
 			/* The word may have changed just as we timed out: one
 			 * last step, so a hand-off or a post is not stranded. */

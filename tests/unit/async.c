@@ -454,3 +454,78 @@ Test(async, tiny_cq_ring_overflow)
 	}
 	io_uring_queue_exit(&r);
 }
+
+/* ---- a ring waiter does not starve ---------------------------------------
+ *
+ * Two threads hammer the mutex with tiny critical sections; a ring waiter's
+ * wake reaches it late (CQE, then the loop's turn), so without a bound it
+ * can lose the race again and again. ursa bounds it: after a few lost
+ * races the waiter asks for a hand-off (lib/mutex.c). Count the wait CQEs
+ * each acquisition needed: every one was a lost race or a spurious wake.
+ */
+struct hogs {
+	ursa_mutex_t m;
+	atomic_int stop;
+	atomic_long rounds;
+};
+
+static void *hog_thread(void *arg)
+{
+	struct hogs *h = *(struct hogs **)arg;
+	while (!atomic_load(&h->stop)) {
+		ursa_mutex_lock(&h->m);
+		for (volatile int i = 0; i < 100; i++)
+			;
+		ursa_mutex_unlock(&h->m);
+		atomic_fetch_add(&h->rounds, 1);
+	}
+	return NULL;
+}
+
+Test(async, ring_waiter_bounded_against_spinning_threads)
+{
+	t_require_uring_futex(false);
+	static struct hogs h;
+	memset(&h, 0, sizeof(h));
+	struct hogs *ph[2] = {&h, &h};
+	pthread_t t[2];
+	t_spawn(t, 2, hog_thread, ph, sizeof(ph[0]));
+	struct io_uring r;
+	ring_init(&r, 8, 0);
+	int max_cqes = 0, in_flight = 0, i;
+	long total_cqes = 0;
+	while (atomic_load(&h.rounds) < 10000)
+		sched_yield(); /* both hogs are running */
+	for (i = 0; i < 200000 && in_flight < 500; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		int rc = ursa_mutex_lock_async(&r, &h.m, &op);
+		cr_assert(rc == 0 || rc == 1);
+		int cqes = 0;
+		while (rc == 0) {
+			io_uring_submit(&r);
+			struct io_uring_cqe *cqe;
+			cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
+			struct ursa_op *done = NULL;
+			cr_assert_eq(ursa_handle_cqe(&r, cqe, &done), 1);
+			if ((cqe->user_data >> 56) == 0xA5)
+				cqes++;
+			io_uring_cqe_seen(&r, cqe);
+			if (done)
+				break;
+		}
+		in_flight += rc == 0;
+		cr_assert_eq(op.res, 0);
+		cr_assert_eq(ursa_mutex_unlock(&h.m), 0);
+		total_cqes += cqes;
+		if (cqes > max_cqes)
+			max_cqes = cqes;
+	}
+	atomic_store(&h.stop, 1);
+	t_join_all(t, 2);
+	io_uring_queue_exit(&r);
+	cr_log_info("ring waiter: %d of %d waited; wait CQEs per acquisition: max %d, total %ld\n",
+		    in_flight, i, max_cqes, total_cqes);
+	/* Hand-off after 2 losses to the oldest sleeper; two hogs can be ahead
+	 * of the ring waiter in the futex queue at most a few times over. */
+	cr_assert_leq(max_cqes, 32, "ring waiter starved: %d lost races in a row", max_cqes);
+}
