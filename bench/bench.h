@@ -153,7 +153,8 @@ static inline uint64_t bench_xorshift(uint64_t *s)
 	return *s = x;
 }
 
-/* Start n threads fn(args + i * stride), pinned when --pin. Returns 0 or -1. */
+/* Start n threads fn(args + i * stride), pinned when --pin. Returns 0, or -1
+ * with the threads already started left running (callers exit). */
 int bench_spawn(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride);
 /* Same, with a small stack (for hundreds of sleeping waiters). */
 int bench_spawn_small(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride);

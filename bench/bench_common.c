@@ -69,8 +69,9 @@ static int spawn(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t
 		}
 		int r = pthread_create(&tids[i], &attr, fn, (char *)args + (size_t)i * stride);
 		if (r) {
+			/* The threads already started may wait for the others (a
+			 * barrier, a wake): the caller exits instead of joining. */
 			pthread_attr_destroy(&attr);
-			bench_join(tids, i);
 			return bench_fail("pthread_create", r);
 		}
 	}

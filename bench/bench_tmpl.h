@@ -107,7 +107,7 @@ static int T(contended)(const struct bench_point *pt, double *v)
 	for (int i = 0; i < n; i++)
 		args[i] = (struct T(carg)){.sh = sh};
 	if (bench_spawn(tids, n, T(cthread), args, sizeof(*args)))
-		goto out; /* unreachable in practice; threads would hang at the barrier */
+		exit(2); /* the threads already started wait at the barrier forever */
 	pthread_barrier_wait(&sh->start);
 	uint64_t t0 = bench_now_ns();
 	bench_sleep_ns(bench_duration_ns(pt));
@@ -198,7 +198,7 @@ static int T(rwlock)(const struct bench_point *pt, double *v)
 		args[i] =
 		    (struct T(rarg)){.sh = sh, .seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1)};
 	if (bench_spawn(tids, n, T(rthread), args, sizeof(*args)))
-		goto out;
+		exit(2); /* the threads already started wait at the barrier forever */
 	pthread_barrier_wait(&sh->start);
 	uint64_t t0 = bench_now_ns();
 	bench_sleep_ns(bench_duration_ns(pt));

@@ -138,7 +138,7 @@ static int wb_measure(enum wb_mode mode, const struct bench_point *pt, double *v
 	double *all = calloc((size_t)rounds, sizeof(double));
 	double *csw = calloc((size_t)rounds, sizeof(double));
 	void *ring = NULL;
-	int ret = -1, spawned = 0;
+	int ret = -1;
 
 	if (!sh || !tids || !waker || !all || !csw) {
 		bench_fail("malloc", ENOMEM);
@@ -181,8 +181,7 @@ static int wb_measure(enum wb_mode mode, const struct bench_point *pt, double *v
 #endif
 	bench_pin_self(0);
 	if (bench_spawn_small(tids, n, wb_thread, sh->w, sizeof(sh->w[0])))
-		goto out;
-	spawned = n;
+		exit(2); /* started waiters would block forever */
 
 	for (int r = 0; r < rounds; r++) {
 		/* Every waiter is in its wait for round r, and asleep. */
@@ -191,7 +190,7 @@ static int wb_measure(enum wb_mode mode, const struct bench_point *pt, double *v
 			while (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) != r + 1) {
 				if (__atomic_load_n(&w->err, __ATOMIC_RELAXED)) {
 					bench_fail("wake-batch: waiter's wait failed", w->err);
-					goto out;
+					exit(2); /* the others would block forever */
 				}
 				sched_yield();
 			}
@@ -239,14 +238,12 @@ static int wb_measure(enum wb_mode mode, const struct bench_point *pt, double *v
 		all[r] = (double)(last - t0) / 1e3;
 		csw[r] = (double)(ru1.ru_nivcsw - ru0.ru_nivcsw);
 	}
-	bench_join(tids, spawned);
-	spawned = 0;
+	bench_join(tids, n);
 	v[0] = bench_median(waker, rounds);
 	v[1] = bench_median(all, rounds);
 	v[2] = bench_median(csw, rounds);
 	ret = 0;
 out:
-	bench_join(tids, spawned);
 #if URSA_BENCH_HAVE_WAITQ
 	if (ring)
 		io_uring_queue_exit(ring);

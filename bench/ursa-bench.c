@@ -124,13 +124,13 @@ static void print_footer(const struct bench_scenario *s)
 static void progress(const struct bench_scenario *s, int point, int var, const char *impl, int rep,
 		     int reps)
 {
-	if (progress_tty) {
-		fprintf(stderr, "\r\033[K[%s] %s=%d %s %s rep %d/%d", s->name, s->axis, point,
-			s->variants[var], impl, rep, reps);
-	} else if (rep == 0 && impl == s->impls[0].name) {
-		fprintf(stderr, "ursa-bench: [%s] %s=%d %s\n", s->name, s->axis, point,
-			s->variants[var]);
-	}
+	const char *v = s->variants[var], *sp = *v ? " " : "";
+	if (progress_tty)
+		fprintf(stderr, "\r\033[K[%s] %s=%d%s%s %s rep %d/%d", s->name, s->axis, point, sp,
+			v, impl, rep, reps);
+	else if (rep == 0)
+		fprintf(stderr, "ursa-bench: [%s] %s=%d%s%s %s\n", s->name, s->axis, point, sp, v,
+			impl);
 	fflush(stderr);
 }
 
