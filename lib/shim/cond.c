@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/shim/cond.c — pthread_cond_* on ursa_cond_t.
+ *
+ * Every condvar is ursa's (there is nothing for glibc to do better). With an
+ * ursa-kind mutex of the same privacy the wait is ursa_cond_wait on the
+ * mutex's own word, after the recursion/ownership record is set aside.
+ *
+ * Any other mutex — one handed to glibc (robust, priority-inherit,
+ * priority-protect), or one whose privacy differs from the condvar's, which
+ * POSIX allows and ursa_cond_wait refuses — is *bridged* through the
+ * condvar's guard, an ursa mutex of the condvar's privacy:
+ *
+ *   waiter:  bridged++; lock guard; unlock caller's mutex (glibc's function
+ *            for a glibc mutex); ursa_cond_wait(c, guard); unlock guard;
+ *            bridged--; relock caller's mutex (EOWNERDEAD passes through).
+ *   waker:   if bridged != 0: lock guard; signal/broadcast; unlock guard.
+ *
+ * Why no wakeup is lost: a waker that changed the predicate under the
+ * caller's mutex after the waiter dropped it sees bridged != 0 (the waiter's
+ * increment happens before its unlock of that mutex, which happens before the
+ * waker's lock of it) and so must take guard, which the waiter holds from
+ * before dropping the mutex until ursa_cond_wait has registered it. The
+ * waiter leaves `bridged` before relocking the caller's mutex, so a thread
+ * holding that mutex may destroy the condvar: pthread_cond_destroy waits for
+ * bridged == 0 and for ursa's waiters to leave, as glibc's does.
+ *
+ * Cancellation: pthread_cond_wait acts on a pending cancellation request on
+ * entry, holding the mutex as POSIX wants for the cleanup handlers. A thread
+ * already asleep is not woken by pthread_cancel (glibc sends no signal to a
+ * thread in deferred mode; an asynchronous unwind out of ursa's wait would
+ * break its protocol): it acts on the request at its next cancellation
+ * point, typically the next pthread_cond_wait of its predicate loop.
+ */
+#include "lib/shim/shim.h"
+
+#include <sched.h>
+#include <string.h>
+
+typedef int (*mutex_fn)(pthread_mutex_t *);
+
+SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr)
+{
+	struct shim_cond *c = shim_cond(pc);
+	int pshared = PTHREAD_PROCESS_PRIVATE;
+	clockid_t clk = CLOCK_REALTIME;
+	unsigned fl;
+
+	if (attr && (pthread_condattr_getpshared(attr, &pshared) ||
+		     pthread_condattr_getclock(attr, &clk)))
+		return EINVAL;
+	if (!shim_clock_ok(clk))
+		return EINVAL;
+	fl = pshared == PTHREAD_PROCESS_SHARED ? URSA_SHARED : 0;
+	memset(pc, 0, sizeof(*pc));
+	ursa_cond_init(&c->c, fl);
+	ursa_mutex_init(&c->guard, fl);
+	__atomic_store_n(&c->flags,
+			 (fl ? SHIM_COND_SHARED : 0) |
+				 (clk == CLOCK_MONOTONIC ? SHIM_COND_MONOTONIC : 0),
+			 __ATOMIC_RELEASE);
+	return 0;
+}
+
+SHIM_API int pthread_cond_destroy(pthread_cond_t *pc)
+{
+	struct shim_cond *c = shim_cond(pc);
+	int r;
+	/* Woken waiters may still be on their way out (POSIX lets the program
+	 * destroy a condvar right after a broadcast): wait for them, as glibc
+	 * does. They leave without needing anything from us. */
+	for (;;) {
+		if (!__atomic_load_n(&c->bridged, __ATOMIC_ACQUIRE)) {
+			r = ursa_cond_destroy(&c->c);
+			if (r != -EBUSY)
+				break;
+		}
+		sched_yield();
+	}
+	return -r;
+}
+
+static int wake_bridged(struct shim_cond *c, bool all)
+{
+	SHIM_SAVE_ERRNO;
+	ursa_mutex_lock(&c->guard);
+	int r = all ? ursa_cond_broadcast(&c->c) : ursa_cond_signal(&c->c);
+	ursa_mutex_unlock(&c->guard);
+	SHIM_RESTORE_ERRNO;
+	return -r;
+}
+
+SHIM_API int pthread_cond_signal(pthread_cond_t *pc)
+{
+	struct shim_cond *c = shim_cond(pc);
+	shim_count(ST_COND_SIGNAL);
+	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
+		return wake_bridged(c, false);
+	return -ursa_cond_signal(&c->c);
+}
+
+SHIM_API int pthread_cond_broadcast(pthread_cond_t *pc)
+{
+	struct shim_cond *c = shim_cond(pc);
+	shim_count(ST_COND_BROADCAST);
+	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
+		return wake_bridged(c, true);
+	return -ursa_cond_broadcast(&c->c);
+}
+
+static int ursa_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
+{
+	return -(abs ? ursa_cond_timedwait(c, m, clk, abs) : ursa_cond_wait(c, m));
+}
+
+static __attribute__((noinline)) int wait_bridged(struct shim_cond *c, pthread_mutex_t *pm,
+						   int32_t kind, clockid_t clk,
+						   const struct timespec *abs)
+{
+	struct shim_mutex *m = shim_mutex(pm);
+	bool glibc = kind_is_glibc(kind);
+	uint32_t saved = 0;
+	int r, r2;
+
+	shim_count(ST_COND_BRIDGED);
+	__atomic_fetch_add(&c->bridged, 1, __ATOMIC_SEQ_CST);
+	ursa_mutex_lock(&c->guard);
+	r = glibc ? ((mutex_fn)shim_real(REAL_MUTEX_UNLOCK))(pm)
+		  : shim_mutex_unlock_all(m, kind, &saved);
+	if (r) {
+		ursa_mutex_unlock(&c->guard);
+		__atomic_fetch_sub(&c->bridged, 1, __ATOMIC_RELEASE);
+		return r;
+	}
+	r = ursa_wait(&c->c, &c->guard, clk, abs);
+	ursa_mutex_unlock(&c->guard);
+	__atomic_fetch_sub(&c->bridged, 1, __ATOMIC_RELEASE);
+	/* c may be destroyed from here on. */
+	r2 = glibc ? ((mutex_fn)shim_real(REAL_MUTEX_LOCK))(pm) : shim_mutex_lock_all(m, kind, saved);
+	return r2 ? r2 : r;
+}
+
+static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
+		     const struct timespec *abs)
+{
+	struct shim_cond *c = shim_cond(pc);
+	struct shim_mutex *m = shim_mutex(pm);
+	int32_t kind = __atomic_load_n(&m->kind, __ATOMIC_RELAXED);
+	bool c_shared = __atomic_load_n(&c->flags, __ATOMIC_RELAXED) & SHIM_COND_SHARED;
+	bool m_shared = kind & SHIM_MUTEX_SHARED;
+	uint32_t saved;
+	int r;
+
+	SHIM_SAVE_ERRNO;
+	if (unlikely(kind_is_glibc(kind) || c_shared != m_shared)) {
+		r = wait_bridged(c, pm, kind, clk, abs);
+	} else {
+		r = shim_mutex_disown(m, kind, &saved);
+		if (!r) {
+			r = ursa_wait(&c->c, &m->word, clk, abs);
+			shim_mutex_own(m, kind, saved);
+		}
+	}
+	SHIM_RESTORE_ERRNO;
+	return r;
+}
+
+/* The waits' cancellation point, pthread_testcancel(), comes first in the
+ * exported functions' own frames: an unwind from there passes no frame of
+ * the shim's with locals (which under ASan would stay poisoned: its runtime
+ * does not see the forced unwind of a cancellation). */
+SHIM_API int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm)
+{
+	pthread_testcancel();
+	shim_count(ST_COND_WAIT);
+	return cond_wait(pc, pm, CLOCK_REALTIME, NULL);
+}
+
+static int cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
+			  const struct timespec *abs)
+{
+	struct timespec ts;
+	int r;
+	shim_count(ST_COND_TIMEDWAIT);
+	if (!shim_clock_ok(clk))
+		return EINVAL;
+	r = shim_deadline(abs, &ts);
+	if (r)
+		return r;
+	return cond_wait(pc, pm, clk, &ts);
+}
+
+SHIM_API int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
+				    const struct timespec *abs)
+{
+	pthread_testcancel();
+	uint32_t fl = __atomic_load_n(&shim_cond(pc)->flags, __ATOMIC_RELAXED);
+	return cond_timedwait(pc, pm, (fl & SHIM_COND_MONOTONIC) ? CLOCK_MONOTONIC : CLOCK_REALTIME,
+			      abs);
+}
+
+SHIM_API int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
+				    const struct timespec *abs)
+{
+	pthread_testcancel();
+	return cond_timedwait(pc, pm, clk, abs);
+}

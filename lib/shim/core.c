@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/shim/core.c — what every part of libursa-pthread shares: glibc's own
+ * functions for the objects handed to it, the cached thread id, the call
+ * counters (URSA_SHIM_STATS=1).
+ *
+ * Nothing here runs on a lock path except shim_tid_slow (once per thread)
+ * and shim_real (once per function, and only for glibc-handled objects), so
+ * the shim needs no initialisation before its first call: a constructor of
+ * another library, running before ours, may lock an ursa mutex safely.
+ */
+#include "lib/shim/shim.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const real_names[REAL_COUNT] = {
+	[REAL_MUTEX_INIT] = "pthread_mutex_init",
+	[REAL_MUTEX_DESTROY] = "pthread_mutex_destroy",
+	[REAL_MUTEX_LOCK] = "pthread_mutex_lock",
+	[REAL_MUTEX_TRYLOCK] = "pthread_mutex_trylock",
+	[REAL_MUTEX_TIMEDLOCK] = "pthread_mutex_timedlock",
+	[REAL_MUTEX_CLOCKLOCK] = "pthread_mutex_clocklock",
+	[REAL_MUTEX_UNLOCK] = "pthread_mutex_unlock",
+	[REAL_MUTEX_CONSISTENT] = "pthread_mutex_consistent",
+};
+
+static void *real_fns[REAL_COUNT];
+
+void *shim_real(enum shim_real which)
+{
+	void *f = __atomic_load_n(&real_fns[which], __ATOMIC_ACQUIRE);
+	if (likely(f))
+		return f;
+	/* RTLD_NEXT: the definition after ours in the lookup order, i.e.
+	 * glibc's (whether the shim came by LD_PRELOAD or by -lursa-pthread).
+	 * dlsym takes the loader's lock, which is glibc-internal and never one
+	 * of the program's mutexes, so this cannot recurse into the shim. */
+	f = dlsym(RTLD_NEXT, real_names[which]);
+	if (!f) {
+		static const char msg[] = "libursa-pthread: glibc's pthread function not found\n";
+		if (write(2, msg, sizeof msg - 1) < 0) {
+		}
+		abort();
+	}
+	__atomic_store_n(&real_fns[which], f, __ATOMIC_RELEASE);
+	return f;
+}
+
+__thread int32_t shim_tid_cache __attribute__((tls_model("initial-exec")));
+
+int32_t shim_tid_slow(void)
+{
+	return shim_tid_cache = (int32_t)gettid();
+}
+
+/* The child of fork() runs on a new thread with a new tid; its copy of our
+ * TLS still holds the parent's. (Children of raw clone() or _Fork(), which
+ * run no fork handlers, keep the stale value: README.md says so.) */
+static void shim_atfork_child(void)
+{
+	shim_tid_cache = 0;
+}
+
+bool shim_stats_on;
+unsigned long shim_stats[ST_COUNT];
+/* stderr, duplicated at load: programs such as coreutils' close fd 2 at exit,
+ * before the report is written. */
+static int stats_fd = -1;
+
+static const char *const stat_names[ST_COUNT] = {
+	[ST_MUTEX_LOCK] = "mutex_lock",
+	[ST_MUTEX_TRYLOCK] = "mutex_trylock",
+	[ST_MUTEX_TIMEDLOCK] = "mutex_timedlock",
+	[ST_MUTEX_UNLOCK] = "mutex_unlock",
+	[ST_MUTEX_GLIBC] = "mutex_glibc",
+	[ST_COND_WAIT] = "cond_wait",
+	[ST_COND_TIMEDWAIT] = "cond_timedwait",
+	[ST_COND_BRIDGED] = "cond_bridged",
+	[ST_COND_SIGNAL] = "cond_signal",
+	[ST_COND_BROADCAST] = "cond_broadcast",
+	[ST_RW_RDLOCK] = "rwlock_rdlock",
+	[ST_RW_WRLOCK] = "rwlock_wrlock",
+	[ST_RW_UNLOCK] = "rwlock_unlock",
+	[ST_SEM_WAIT] = "sem_wait",
+	[ST_SEM_TRYWAIT] = "sem_trywait",
+	[ST_SEM_TIMEDWAIT] = "sem_timedwait",
+	[ST_SEM_POST] = "sem_post",
+	[ST_SEM_EINTR] = "sem_eintr",
+};
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	const char *s = getenv("URSA_SHIM_STATS");
+	shim_stats_on = s && *s && strcmp(s, "0") != 0;
+	if (shim_stats_on)
+		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+	pthread_atfork(NULL, NULL, shim_atfork_child);
+}
+
+/* One line, written with a single write(2) so that the reports of several
+ * processes do not interleave: "ursa-pthread[pid prog]: name=count ...".
+ * Nothing for a process that made no call (a shell script's helpers). */
+__attribute__((destructor)) static void shim_report(void)
+{
+	char buf[1024];
+	size_t n;
+	bool any = false;
+	if (!shim_stats_on || stats_fd < 0)
+		return;
+	n = (size_t)snprintf(buf, sizeof buf, "ursa-pthread[%d %s]:", (int)getpid(),
+			     program_invocation_short_name);
+	for (int i = 0; i < ST_COUNT && n < sizeof buf; i++) {
+		unsigned long v = __atomic_load_n(&shim_stats[i], __ATOMIC_RELAXED);
+		if (v)
+			n += (size_t)snprintf(buf + n, sizeof buf - n, " %s=%lu", stat_names[i], v);
+		any |= v != 0;
+	}
+	if (!any)
+		return;
+	if (n >= sizeof buf - 1)
+		n = sizeof buf - 2;
+	buf[n++] = '\n';
+	if (write(stats_fd, buf, n) < 0) {
+	}
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/shim/shim.h — libursa-pthread internals: how ursa's state sits inside
+ * glibc's pthread objects, glibc's own functions for the kinds ursa leaves
+ * to it, call counters, the cached thread id. Private to lib/shim/.
+ *
+ * The shim is built on ursa's public API only (include/ursa.h). It overlays
+ * its own layout on the caller's pthread_*_t, keeping glibc's fields where a
+ * static initializer or glibc itself puts meaning: the mutex kind at byte 16
+ * (PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP and friends write it there), the
+ * rwlock kind at byte 48 (PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP).
+ * Everything else an initializer writes is zero, and zero is a valid ursa
+ * object, so static initializers work untouched.
+ */
+#ifndef URSA_SHIM_H
+#define URSA_SHIM_H
+
+#include "config.h"
+
+#include <ursa.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define SHIM_API __attribute__((visibility("default")))
+#define SHIM_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ------------------------------------------------------------------ mutex */
+
+/*
+ * pthread_mutex_t (40 bytes). The first 20 bytes mirror glibc's
+ * struct __pthread_mutex_s: __lock, __count, __owner, __nusers, __kind.
+ *
+ * kind (glibc's __kind, byte 16): bits 0-1 the type (0 normal, 1 recursive,
+ * 2 errorcheck, 3 adaptive — glibc's values, so the _NP initializers select
+ * them), bit 7 process-shared. A kind with any of glibc's robust (16),
+ * priority-inherit (32) or priority-protect (64) bits set — or glibc's -1
+ * after its destroy — was initialised by glibc's pthread_mutex_init, which
+ * the shim calls for those attributes: every later call on that object goes
+ * to glibc. The kind is written once, at init, so the choice never changes
+ * under a live object.
+ */
+struct shim_mutex {
+	ursa_mutex_t word; /* 0: the lock itself */
+	uint32_t count;    /* 4: recursive: times locked by the owner */
+	int32_t owner;     /* 8: recursive/errorcheck: owner's tid, 0 when free */
+	uint32_t unused;   /* 12: glibc's __nusers, always 0 here */
+	int32_t kind;      /* 16: see above */
+};
+
+#define SHIM_MUTEX_TYPE 3
+#define SHIM_MUTEX_SHARED 128
+#define SHIM_MUTEX_GLIBC (16 | 32 | 64)
+
+_Static_assert(sizeof(struct shim_mutex) <= sizeof(pthread_mutex_t), "mutex overlay too big");
+_Static_assert(__builtin_offsetof(pthread_mutex_t, __data.__kind) ==
+		       __builtin_offsetof(struct shim_mutex, kind),
+	       "mutex kind must sit where glibc's initializers put it");
+
+static inline struct shim_mutex *shim_mutex(pthread_mutex_t *m)
+{
+	return (struct shim_mutex *)(void *)m;
+}
+
+static inline bool kind_is_glibc(int32_t kind)
+{
+	return kind & SHIM_MUTEX_GLIBC; /* also true for glibc's destroyed -1 */
+}
+
+/* ------------------------------------------------------------------- cond */
+
+/*
+ * pthread_cond_t (48 bytes). PTHREAD_COND_INITIALIZER is all zero: a
+ * private condvar on CLOCK_REALTIME.
+ *
+ * A condvar is always ursa's. Waiting directly (ursa_cond_wait on the
+ * mutex's word) needs an ursa mutex of the condvar's privacy; any other
+ * mutex (glibc's robust/PI/PP kinds, or another privacy) is bridged through
+ * `guard`, an ursa mutex inside the condvar: the waiter takes guard, drops
+ * the caller's mutex, and waits with guard as ursa's mutex; while any
+ * bridged waiter is in flight (`bridged` != 0), signal and broadcast take
+ * guard too, so a signal cannot fall between dropping the caller's mutex and
+ * the wait (the classic two-lock condvar). flags sits where glibc keeps the
+ * same two bits (__wrefs).
+ */
+struct shim_cond {
+	ursa_cond_t c;      /* 0 */
+	ursa_mutex_t guard; /* 8 */
+	uint32_t bridged;   /* 12: bridged waiters between entry and last touch */
+	uint32_t unused[5]; /* 16 */
+	uint32_t flags;     /* 36: SHIM_COND_* */
+};
+
+#define SHIM_COND_SHARED 1u
+#define SHIM_COND_MONOTONIC 2u
+
+_Static_assert(sizeof(struct shim_cond) <= sizeof(pthread_cond_t), "cond overlay too big");
+
+static inline struct shim_cond *shim_cond(pthread_cond_t *c)
+{
+	return (struct shim_cond *)(void *)c;
+}
+
+/* ----------------------------------------------------------------- rwlock */
+
+/*
+ * pthread_rwlock_t (56 bytes). kind (byte 48, glibc's __flags) selects the
+ * algorithm, as glibc's does:
+ *
+ * - PTHREAD_RWLOCK_PREFER_READER_NP (0, the default) and
+ *   PTHREAD_RWLOCK_PREFER_WRITER_NP (1): readers never wait for waiting
+ *   writers, so a thread may take a read lock it already holds while a
+ *   writer waits (POSIX requires recursive read locks; glibc treats
+ *   PREFER_WRITER_NP like the default for that reason). ursa's rwlock
+ *   prefers writers, so these use `state` (an atomic reader count + writer
+ *   bit, taken without a call) with an ursa mutex and condvar for sleeping:
+ *   lib/shim/rwlock.c explains.
+ * - PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP (2): exactly ursa_rwlock_t.
+ *
+ * writer (byte 24, glibc's __cur_writer): tid of the write-lock holder, for
+ * EDEADLK and for pthread_rwlock_unlock to know which lock it drops.
+ */
+struct shim_rwlock {
+	uint32_t state;     /* 0: reader-preferring kinds */
+	ursa_mutex_t mx;    /* 4: protects sleeping (reader-preferring kinds) */
+	ursa_cond_t cv;     /* 8: sleepers (reader-preferring kinds) */
+	ursa_rwlock_t wl;   /* 16: writer-preferring kind */
+	int32_t writer;     /* 24 */
+	uint32_t shared;    /* 28: process-shared (glibc's __shared) */
+	uint32_t unused[4]; /* 32 */
+	uint32_t kind;      /* 48 */
+};
+
+_Static_assert(sizeof(struct shim_rwlock) <= sizeof(pthread_rwlock_t), "rwlock overlay too big");
+_Static_assert(__builtin_offsetof(pthread_rwlock_t, __data.__flags) ==
+		       __builtin_offsetof(struct shim_rwlock, kind),
+	       "rwlock kind must sit where glibc's initializers put it");
+
+static inline struct shim_rwlock *shim_rwlock(pthread_rwlock_t *l)
+{
+	return (struct shim_rwlock *)(void *)l;
+}
+
+/* ------------------------------------------------------------ glibc's own */
+
+/*
+ * glibc's implementations, for the objects the shim hands to glibc.
+ * Resolved lazily with dlsym(RTLD_NEXT), once per function, the first time
+ * such an object is used: never for programs that use only ursa kinds, and
+ * never allocating (dlsym allocates only to report an error). A race to
+ * resolve stores the same pointer twice.
+ */
+enum shim_real {
+	REAL_MUTEX_INIT,
+	REAL_MUTEX_DESTROY,
+	REAL_MUTEX_LOCK,
+	REAL_MUTEX_TRYLOCK,
+	REAL_MUTEX_TIMEDLOCK,
+	REAL_MUTEX_CLOCKLOCK,
+	REAL_MUTEX_UNLOCK,
+	REAL_MUTEX_CONSISTENT,
+	REAL_COUNT
+};
+
+SHIM_HIDDEN void *shim_real(enum shim_real which);
+
+/* ---------------------------------------------------------------- counters */
+
+/*
+ * Call counters, on when URSA_SHIM_STATS=1 is in the environment at load
+ * time; printed to stderr at exit. Off, they cost one predictable branch.
+ */
+enum shim_stat {
+	ST_MUTEX_LOCK,
+	ST_MUTEX_TRYLOCK,
+	ST_MUTEX_TIMEDLOCK,
+	ST_MUTEX_UNLOCK,
+	ST_MUTEX_GLIBC, /* calls on mutexes handed to glibc */
+	ST_COND_WAIT,
+	ST_COND_TIMEDWAIT,
+	ST_COND_BRIDGED, /* waits bridged through the guard */
+	ST_COND_SIGNAL,
+	ST_COND_BROADCAST,
+	ST_RW_RDLOCK,
+	ST_RW_WRLOCK,
+	ST_RW_UNLOCK,
+	ST_SEM_WAIT,
+	ST_SEM_TRYWAIT,
+	ST_SEM_TIMEDWAIT,
+	ST_SEM_POST,
+	ST_SEM_EINTR,
+	ST_COUNT
+};
+
+SHIM_HIDDEN extern bool shim_stats_on;
+SHIM_HIDDEN extern unsigned long shim_stats[ST_COUNT];
+
+static inline void shim_count(enum shim_stat s)
+{
+	if (unlikely(shim_stats_on))
+		__atomic_fetch_add(&shim_stats[s], 1, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------- thread id */
+
+/* This thread's kernel tid, cached in TLS; the fork child handler clears the
+ * cache (the child's thread has a new tid). initial-exec: the shim is loaded
+ * at startup (LD_PRELOAD or DT_NEEDED), so its TLS is static. */
+SHIM_HIDDEN extern __thread int32_t shim_tid_cache __attribute__((tls_model("initial-exec")));
+SHIM_HIDDEN int32_t shim_tid_slow(void);
+
+static inline int32_t shim_tid(void)
+{
+	int32_t t = shim_tid_cache;
+	return likely(t) ? t : shim_tid_slow();
+}
+
+/* --------------------------------------------------------------- helpers */
+
+/* Normalise a POSIX timed-wait deadline for ursa: NULL or tv_nsec out of
+ * range is EINVAL; a negative tv_sec is simply in the past (POSIX: time out,
+ * ursa: EINVAL), so it becomes {0, 0}. Returns 0 or a positive errno. */
+static inline int shim_deadline(const struct timespec *abs, struct timespec *out)
+{
+	if (!abs || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L)
+		return EINVAL;
+	*out = *abs;
+	if (out->tv_sec < 0)
+		out->tv_sec = out->tv_nsec = 0;
+	return 0;
+}
+
+static inline int shim_clock_ok(clockid_t clk)
+{
+	return clk == CLOCK_MONOTONIC || clk == CLOCK_REALTIME;
+}
+
+/* Waiting ursa calls may leave errno changed (their futex syscalls fail with
+ * EAGAIN, ETIMEDOUT, EINTR); pthread functions must not. Sleeping paths
+ * bracket their ursa calls with these. */
+#define SHIM_SAVE_ERRNO int shim_saved_errno_ = errno
+#define SHIM_RESTORE_ERRNO errno = shim_saved_errno_
+
+/* For the condvar (lib/shim/mutex.c): on an ursa-kind mutex, give up and
+ * take back the ownership record around a wait: disown checks the caller
+ * owns m (recursive/errorcheck: EPERM if not) and saves the recursion count;
+ * the lock word itself stays with ursa_cond_wait. unlock_all/lock_all also
+ * release and retake the word (for a bridged wait). All return 0 or a
+ * positive errno. */
+SHIM_HIDDEN int shim_mutex_disown(struct shim_mutex *m, int32_t kind, uint32_t *saved);
+SHIM_HIDDEN void shim_mutex_own(struct shim_mutex *m, int32_t kind, uint32_t saved);
+SHIM_HIDDEN int shim_mutex_unlock_all(struct shim_mutex *m, int32_t kind, uint32_t *saved);
+SHIM_HIDDEN int shim_mutex_lock_all(struct shim_mutex *m, int32_t kind, uint32_t saved);
+
+#endif

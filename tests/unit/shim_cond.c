@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/shim_cond.c — libursa-pthread: pthread_cond_* with every mutex. */
+#include "tests/unit/shim_test.h"
+
+TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
+
+enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL };
+
+static void init_mutex(pthread_mutex_t *m, enum mkind k)
+{
+	pthread_mutexattr_t a;
+	cr_assert_eq(pthread_mutexattr_init(&a), 0);
+	if (k == M_RECURSIVE)
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	if (k == M_ERRORCHECK)
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+	if (k == M_ROBUST)
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (k == M_PI)
+		pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+	if (k == M_SHARED_NORMAL)
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	cr_assert_eq(pthread_mutex_init(m, &a), 0);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void init_cond(pthread_cond_t *c, clockid_t clk, int pshared)
+{
+	pthread_condattr_t a;
+	cr_assert_eq(pthread_condattr_init(&a), 0);
+	cr_assert_eq(pthread_condattr_setclock(&a, clk), 0);
+	cr_assert_eq(pthread_condattr_setpshared(&a, pshared), 0);
+	cr_assert_eq(pthread_cond_init(c, &a), 0);
+	pthread_condattr_destroy(&a);
+}
+
+Test(shim_cond, every_function_is_the_shims)
+{
+	void *fns[] = {(void *)pthread_cond_init,      (void *)pthread_cond_destroy,
+		       (void *)pthread_cond_wait,      (void *)pthread_cond_timedwait,
+		       (void *)pthread_cond_clockwait, (void *)pthread_cond_signal,
+		       (void *)pthread_cond_broadcast};
+	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
+}
+
+struct probe {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int go;
+};
+
+static void *probe_waiter(void *p)
+{
+	struct probe *x = p;
+	pthread_mutex_lock(&x->m);
+	while (!x->go)
+		pthread_cond_wait(&x->c, &x->m);
+	pthread_mutex_unlock(&x->m);
+	return NULL;
+}
+
+Test(shim_cond, the_shim_handles_the_calls)
+{
+	/* glibc's condvar counts a waiter as 8 in __wrefs before it drops the
+	 * mutex; the shim keeps only its flags there (0 for this condvar). */
+	struct probe x = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, probe_waiter, &x), 0);
+	for (;;) {
+		pthread_mutex_lock(&x.m);
+		if (x.c.__data.__g_signals[0] != 0 || x.c.__data.__wrefs != 0 ||
+		    x.c.__data.__wseq.__value64 != 0)
+			break; /* someone waits (either implementation) */
+		pthread_mutex_unlock(&x.m);
+		sched_yield();
+	}
+	cr_assert_eq(x.c.__data.__wrefs, 0, "pthread_cond_wait is glibc's, not the shim's");
+	x.go = 1;
+	pthread_cond_signal(&x.c);
+	pthread_mutex_unlock(&x.m);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
+/* ---------------------------------------------------- producer/consumer */
+
+#define ITEMS 20000
+#define PAIRS 2
+#define SLOTS 4
+
+struct queue {
+	pthread_mutex_t m;
+	pthread_cond_t not_empty, not_full;
+	enum mkind kind;
+	int n, head, tail;
+	int buf[SLOTS];
+	long sum_in, sum_out;
+	int taken;
+	bool bad;
+};
+
+static void q_lock(struct queue *q)
+{
+	int r = pthread_mutex_lock(&q->m);
+	if (r)
+		q->bad = true;
+	if (q->kind == M_RECURSIVE && pthread_mutex_lock(&q->m))
+		q->bad = true;
+}
+
+static void q_unlock(struct queue *q)
+{
+	if (q->kind == M_RECURSIVE && pthread_mutex_unlock(&q->m))
+		q->bad = true;
+	if (pthread_mutex_unlock(&q->m))
+		q->bad = true;
+}
+
+static void *producer(void *p)
+{
+	struct queue *q = p;
+	for (int i = 1; i <= ITEMS; i++) {
+		q_lock(q);
+		while (q->n == SLOTS)
+			if (pthread_cond_wait(&q->not_full, &q->m))
+				q->bad = true;
+		q->buf[q->tail] = i;
+		q->tail = (q->tail + 1) % SLOTS;
+		q->n++;
+		q->sum_in += i;
+		/* Alternate signal and broadcast: both must do. */
+		if ((i & 1 ? pthread_cond_signal : pthread_cond_broadcast)(&q->not_empty))
+			q->bad = true;
+		q_unlock(q);
+	}
+	return NULL;
+}
+
+static void *consumer(void *p)
+{
+	struct queue *q = p;
+	for (;;) {
+		q_lock(q);
+		while (q->n == 0 && q->taken < PAIRS * ITEMS)
+			if (pthread_cond_wait(&q->not_empty, &q->m))
+				q->bad = true;
+		if (q->taken == PAIRS * ITEMS) {
+			q_unlock(q);
+			return NULL;
+		}
+		q->sum_out += q->buf[q->head];
+		q->head = (q->head + 1) % SLOTS;
+		q->n--;
+		if (++q->taken == PAIRS * ITEMS)
+			pthread_cond_broadcast(&q->not_empty); /* release the others */
+		pthread_cond_signal(&q->not_full);
+		q_unlock(q);
+	}
+}
+
+static void run_queue(enum mkind kind, int cond_pshared)
+{
+	struct queue *q = t_shared_alloc(sizeof(*q));
+	pthread_t t[2 * PAIRS];
+	q->kind = kind;
+	init_mutex(&q->m, kind);
+	init_cond(&q->not_empty, CLOCK_MONOTONIC, cond_pshared);
+	init_cond(&q->not_full, CLOCK_REALTIME, cond_pshared);
+	for (int i = 0; i < PAIRS; i++) {
+		cr_assert_eq(pthread_create(&t[2 * i], NULL, producer, q), 0);
+		cr_assert_eq(pthread_create(&t[2 * i + 1], NULL, consumer, q), 0);
+	}
+	t_join_all(t, 2 * PAIRS);
+	cr_assert(!q->bad, "kind %d: an error came back", kind);
+	cr_assert_eq(q->taken, PAIRS * ITEMS);
+	cr_assert_eq(q->sum_in, q->sum_out, "each item consumed exactly once");
+	cr_assert_eq(pthread_cond_destroy(&q->not_empty), 0);
+	cr_assert_eq(pthread_cond_destroy(&q->not_full), 0);
+	cr_assert_eq(pthread_mutex_destroy(&q->m), 0);
+	t_shared_free(q, sizeof(*q));
+}
+
+Test(shim_cond, queue_normal_mutex)
+{
+	run_queue(M_NORMAL, PTHREAD_PROCESS_PRIVATE);
+}
+
+Test(shim_cond, queue_recursive_mutex_held_twice)
+{
+	run_queue(M_RECURSIVE, PTHREAD_PROCESS_PRIVATE);
+}
+
+Test(shim_cond, queue_errorcheck_mutex)
+{
+	run_queue(M_ERRORCHECK, PTHREAD_PROCESS_PRIVATE);
+}
+
+/* Bridged through the condvar's guard: glibc's mutexes, and a mutex whose
+ * privacy differs from the condvar's (both directions). */
+Test(shim_cond, queue_robust_mutex_bridged)
+{
+	run_queue(M_ROBUST, PTHREAD_PROCESS_PRIVATE);
+}
+
+Test(shim_cond, queue_pi_mutex_bridged)
+{
+	run_queue(M_PI, PTHREAD_PROCESS_PRIVATE);
+}
+
+Test(shim_cond, queue_shared_mutex_private_cond_bridged)
+{
+	run_queue(M_SHARED_NORMAL, PTHREAD_PROCESS_PRIVATE);
+}
+
+Test(shim_cond, queue_private_mutex_shared_cond_bridged)
+{
+	run_queue(M_NORMAL, PTHREAD_PROCESS_SHARED);
+}
+
+/* ------------------------------------------------------------ timeouts */
+
+static void check_timeout(pthread_cond_t *c, enum mkind kind, clockid_t attr_clk)
+{
+	pthread_mutex_t m;
+	clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+	init_mutex(&m, kind);
+	cr_assert_eq(pthread_mutex_lock(&m), 0);
+	for (long ms = -5; ms <= 20; ms += 25) {
+		struct timespec ts = t_deadline(attr_clk, ms);
+		errno = 4242;
+		cr_assert_eq(pthread_cond_timedwait(c, &m, &ts), ETIMEDOUT, "kind %d clock %d",
+			     kind, (int)attr_clk);
+		cr_assert_eq(errno, 4242);
+		for (int i = 0; i < 2; i++) {
+			ts = t_deadline(clocks[i], ms);
+			cr_assert_eq(pthread_cond_clockwait(c, &m, clocks[i], &ts), ETIMEDOUT);
+		}
+	}
+	/* The mutex came back each time, owned by us. */
+	if (kind == M_ERRORCHECK)
+		cr_assert_eq(pthread_mutex_lock(&m), EDEADLK);
+	cr_assert_eq(pthread_mutex_unlock(&m), 0);
+	cr_assert_eq(pthread_mutex_destroy(&m), 0);
+}
+
+Test(shim_cond, timeouts_on_each_clock)
+{
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER, mono;
+	init_cond(&mono, CLOCK_MONOTONIC, PTHREAD_PROCESS_PRIVATE);
+	for (enum mkind k = M_NORMAL; k <= M_SHARED_NORMAL; k++) {
+		check_timeout(&c, k, CLOCK_REALTIME);
+		check_timeout(&mono, k, CLOCK_MONOTONIC);
+	}
+	cr_assert_eq(pthread_cond_destroy(&c), 0);
+	cr_assert_eq(pthread_cond_destroy(&mono), 0);
+}
+
+Test(shim_cond, monotonic_attribute_is_used)
+{
+	/* A deadline 10 s ahead on CLOCK_REALTIME is far in the past on
+	 * CLOCK_MONOTONIC (which counts from boot) only if the condvar really
+	 * reads it on the clock of its attribute: use a MONOTONIC deadline a
+	 * moment ahead, which on REALTIME would be decades in the past. */
+	pthread_cond_t c;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 30);
+	uint64_t t0 = t_now_ns();
+	init_cond(&c, CLOCK_MONOTONIC, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_lock(&m);
+	while (pthread_cond_timedwait(&c, &m, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&m);
+	cr_assert(t_now_ns() - t0 >= 30000000ull, "timed out before the MONOTONIC deadline");
+}
+
+Test(shim_cond, bad_arguments)
+{
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_t e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	struct timespec ts = {0, 1000000000L};
+	pthread_mutex_lock(&m);
+	cr_assert_eq(pthread_cond_timedwait(&c, &m, &ts), EINVAL);
+	cr_assert_eq(pthread_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+	ts.tv_nsec = 0;
+	cr_assert_eq(pthread_cond_clockwait(&c, &m, CLOCK_THREAD_CPUTIME_ID, &ts), EINVAL);
+	pthread_mutex_unlock(&m);
+	/* errorcheck mutex not held: EPERM, nothing waited. */
+	cr_assert_eq(pthread_cond_wait(&c, &e), EPERM);
+	cr_assert_eq(pthread_mutex_trylock(&e), 0);
+	cr_assert_eq(pthread_mutex_unlock(&e), 0);
+	/* Still usable. */
+	pthread_mutex_lock(&m);
+	ts = t_deadline(CLOCK_REALTIME, 1);
+	cr_assert_eq(pthread_cond_timedwait(&c, &m, &ts), ETIMEDOUT);
+	pthread_mutex_unlock(&m);
+}
+
+/* --------------------------------------------------- recursive release */
+
+struct rec {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	atomic_int waiting;
+	int flag;
+};
+
+static void *rec_signaller(void *p)
+{
+	struct rec *r = p;
+	shim_t_await(&r->waiting);
+	pthread_mutex_lock(&r->m); /* possible only if the wait released all levels */
+	r->flag = 1;
+	pthread_cond_signal(&r->c);
+	pthread_mutex_unlock(&r->m);
+	return NULL;
+}
+
+Test(shim_cond, recursive_mutex_released_fully_and_restored)
+{
+	struct rec r = {.m = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, .c = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pthread_mutex_lock(&r.m), 0);
+	cr_assert_eq(pthread_create(&t, NULL, rec_signaller, &r), 0);
+	atomic_store(&r.waiting, 1);
+	while (!r.flag)
+		cr_assert_eq(pthread_cond_wait(&r.c, &r.m), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pthread_mutex_unlock(&r.m), 0);
+	cr_assert_eq(pthread_mutex_unlock(&r.m), EPERM);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
+/* ------------------------------------------------------------ robust */
+
+static void *signal_and_die(void *p)
+{
+	struct rec *r = p;
+	shim_t_await(&r->waiting);
+	pthread_mutex_lock(&r->m);
+	r->flag = 1;
+	pthread_cond_signal(&r->c);
+	return NULL; /* dies holding the robust mutex */
+}
+
+Test(shim_cond, robust_owner_death_reaches_the_waiter)
+{
+	struct rec r = {.c = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	int ret = 0;
+	init_mutex(&r.m, M_ROBUST);
+	cr_assert_eq(pthread_mutex_lock(&r.m), 0);
+	cr_assert_eq(pthread_create(&t, NULL, signal_and_die, &r), 0);
+	atomic_store(&r.waiting, 1);
+	while (!r.flag && ret == 0)
+		ret = pthread_cond_wait(&r.c, &r.m);
+	cr_assert_eq(ret, EOWNERDEAD);
+	cr_assert_eq(pthread_mutex_consistent(&r.m), 0);
+	cr_assert_eq(pthread_mutex_unlock(&r.m), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(pthread_cond_destroy(&r.c), 0);
+}
+
+/* ------------------------------------------------- broadcast, destroy */
+
+#define WAITERS 4
+
+struct herd {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int go, asleep;
+	atomic_int out;
+};
+
+static void *herd_waiter(void *p)
+{
+	struct herd *h = p;
+	pthread_mutex_lock(&h->m);
+	h->asleep++;
+	while (!h->go)
+		pthread_cond_wait(&h->c, &h->m);
+	pthread_mutex_unlock(&h->m);
+	atomic_fetch_add(&h->out, 1);
+	return NULL;
+}
+
+static void run_herd(enum mkind kind)
+{
+	struct herd *h = calloc(1, sizeof(*h));
+	pthread_t t[WAITERS];
+	init_mutex(&h->m, kind);
+	cr_assert_eq(pthread_cond_init(&h->c, NULL), 0);
+	for (int i = 0; i < WAITERS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, herd_waiter, h), 0);
+	for (;;) {
+		pthread_mutex_lock(&h->m);
+		if (h->asleep == WAITERS)
+			break;
+		pthread_mutex_unlock(&h->m);
+		sched_yield();
+	}
+	/* One broadcast wakes every waiter; then, still holding the mutex,
+	 * destroy the condvar and poison its memory (POSIX allows destroying
+	 * it once no thread is blocked on it). */
+	h->go = 1;
+	cr_assert_eq(pthread_cond_broadcast(&h->c), 0);
+	cr_assert_eq(pthread_cond_destroy(&h->c), 0);
+	memset(&h->c, 0xa5, sizeof(h->c));
+	pthread_mutex_unlock(&h->m);
+	t_join_all(t, WAITERS);
+	cr_assert_eq(atomic_load(&h->out), WAITERS);
+	free(h);
+}
+
+Test(shim_cond, broadcast_then_destroy)
+{
+	run_herd(M_NORMAL);
+}
+
+Test(shim_cond, broadcast_then_destroy_bridged)
+{
+	run_herd(M_ROBUST);
+}
+
+/* ------------------------------------------------------------ processes */
+
+#define ROUNDS 2000
+
+struct pingpong {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int turn; /* 0: parent's, 1: child's */
+	int count;
+};
+
+static void play(struct pingpong *p, int me)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		pthread_mutex_lock(&p->m);
+		while (p->turn != me)
+			pthread_cond_wait(&p->c, &p->m);
+		p->count++;
+		p->turn = !me;
+		pthread_cond_signal(&p->c);
+		pthread_mutex_unlock(&p->m);
+	}
+}
+
+static bool child_plays(void *arg)
+{
+	play(arg, 1);
+	return true;
+}
+
+static void run_pingpong(enum mkind kind)
+{
+	struct pingpong *p = t_shared_alloc(sizeof(*p));
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (kind == M_ERRORCHECK)
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+	if (kind == M_ROBUST)
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	cr_assert_eq(pthread_mutex_init(&p->m, &a), 0);
+	pthread_mutexattr_destroy(&a);
+	init_cond(&p->c, CLOCK_MONOTONIC, PTHREAD_PROCESS_SHARED);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_plays(p) ? 0 : 1);
+	play(p, 0);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(p->count, 2 * ROUNDS);
+	t_shared_free(p, sizeof(*p));
+}
+
+Test(shim_cond, process_shared_pingpong)
+{
+	run_pingpong(M_NORMAL);
+}
+
+Test(shim_cond, process_shared_pingpong_errorcheck)
+{
+	run_pingpong(M_ERRORCHECK);
+}
+
+Test(shim_cond, process_shared_pingpong_robust_bridged)
+{
+	run_pingpong(M_ROBUST);
+}
+
+/* ------------------------------------------------------------ cancel */
+
+struct cancel {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	atomic_int cancelled;
+};
+
+static void *cancel_fn(void *p)
+{
+	struct cancel *x = p;
+	pthread_mutex_lock(&x->m);
+	shim_t_await(&x->cancelled); /* the request is pending before the wait */
+	for (;;)
+		pthread_cond_wait(&x->c, &x->m);
+	return NULL;
+}
+
+/* The wait acts on a pending request, and the thread goes holding the mutex
+ * (POSIX: cleanup handlers run with it held). No cleanup handler here: the
+ * mutex left locked by the cancelled thread shows it. */
+Test(shim_cond, cancellation_pending_at_entry)
+{
+	struct cancel x = {.m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
+			   .c = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	void *ret;
+	cr_assert_eq(pthread_create(&t, NULL, cancel_fn, &x), 0);
+	cr_assert_eq(pthread_cancel(t), 0);
+	atomic_store(&x.cancelled, 1);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(pthread_mutex_trylock(&x.m), EBUSY);
+	cr_assert_eq(pthread_mutex_unlock(&x.m), EPERM, "held by the cancelled thread");
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/shim_rwlock.c — libursa-pthread: pthread_rwlock_* per kind. */
+#include "tests/unit/shim_test.h"
+
+TestSuite(shim_rwlock, .timeout = 60, .init = shim_t_require);
+
+static void init_kind(pthread_rwlock_t *l, int kind, int pshared)
+{
+	pthread_rwlockattr_t a;
+	cr_assert_eq(pthread_rwlockattr_init(&a), 0);
+	cr_assert_eq(pthread_rwlockattr_setkind_np(&a, kind), 0);
+	cr_assert_eq(pthread_rwlockattr_setpshared(&a, pshared), 0);
+	cr_assert_eq(pthread_rwlock_init(l, &a), 0);
+	pthread_rwlockattr_destroy(&a);
+}
+
+static const int kinds[] = {PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREFER_WRITER_NP,
+			    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP};
+
+Test(shim_rwlock, every_function_is_the_shims)
+{
+	void *fns[] = {
+		(void *)pthread_rwlock_init,	     (void *)pthread_rwlock_destroy,
+		(void *)pthread_rwlock_rdlock,	     (void *)pthread_rwlock_tryrdlock,
+		(void *)pthread_rwlock_timedrdlock,  (void *)pthread_rwlock_clockrdlock,
+		(void *)pthread_rwlock_wrlock,	     (void *)pthread_rwlock_trywrlock,
+		(void *)pthread_rwlock_timedwrlock,  (void *)pthread_rwlock_clockwrlock,
+		(void *)pthread_rwlock_unlock,
+	};
+	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
+}
+
+struct other {
+	pthread_rwlock_t *l;
+	int (*op)(pthread_rwlock_t *);
+	int ret;
+};
+
+static void *other_fn(void *p)
+{
+	struct other *o = p;
+	o->ret = o->op(o->l);
+	return NULL;
+}
+
+static int in_other_thread(pthread_rwlock_t *l, int (*op)(pthread_rwlock_t *))
+{
+	struct other o = {l, op, -1};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, other_fn, &o), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	return o.ret;
+}
+
+static void check_basics(pthread_rwlock_t *l)
+{
+	cr_assert_eq(pthread_rwlock_unlock(l), EPERM);
+	cr_assert_eq(pthread_rwlock_rdlock(l), 0);
+	cr_assert_eq(pthread_rwlock_tryrdlock(l), 0);
+	cr_assert_eq(in_other_thread(l, pthread_rwlock_tryrdlock), 0); /* left held by it */
+	cr_assert_eq(in_other_thread(l, pthread_rwlock_trywrlock), EBUSY);
+	cr_assert_eq(pthread_rwlock_trywrlock(l), EBUSY);
+	cr_assert_eq(pthread_rwlock_destroy(l), EBUSY);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pthread_rwlock_unlock(l), 0);
+	cr_assert_eq(pthread_rwlock_unlock(l), EPERM);
+
+	cr_assert_eq(pthread_rwlock_wrlock(l), 0);
+	cr_assert_eq(pthread_rwlock_wrlock(l), EDEADLK);
+	cr_assert_eq(pthread_rwlock_rdlock(l), EDEADLK);
+	cr_assert_eq(pthread_rwlock_trywrlock(l), EBUSY);
+	cr_assert_eq(in_other_thread(l, pthread_rwlock_tryrdlock), EBUSY);
+	cr_assert_eq(in_other_thread(l, pthread_rwlock_trywrlock), EBUSY);
+	cr_assert_eq(pthread_rwlock_unlock(l), 0);
+	cr_assert_eq(pthread_rwlock_unlock(l), EPERM);
+	cr_assert_eq(in_other_thread(l, pthread_rwlock_trywrlock), 0);
+	cr_assert_eq(pthread_rwlock_unlock(l), 0); /* POSIX leaves it undefined; works here */
+	cr_assert_eq(pthread_rwlock_destroy(l), 0);
+}
+
+Test(shim_rwlock, static_initializers)
+{
+	pthread_rwlock_t d = PTHREAD_RWLOCK_INITIALIZER;
+	pthread_rwlock_t w = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	check_basics(&d);
+	check_basics(&w);
+}
+
+Test(shim_rwlock, each_kind)
+{
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		pthread_rwlock_t l;
+		init_kind(&l, kinds[k], PTHREAD_PROCESS_PRIVATE);
+		check_basics(&l);
+	}
+}
+
+Test(shim_rwlock, bad_arguments)
+{
+	pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+	pthread_rwlockattr_t a;
+	struct timespec ts = {0, 1000000000L};
+	cr_assert_eq(pthread_rwlock_timedrdlock(&l, &ts), EINVAL);
+	cr_assert_eq(pthread_rwlock_timedwrlock(&l, &ts), EINVAL);
+	ts.tv_nsec = 0;
+	cr_assert_eq(pthread_rwlock_clockrdlock(&l, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+	cr_assert_eq(pthread_rwlock_clockwrlock(&l, CLOCK_THREAD_CPUTIME_ID, &ts), EINVAL);
+	/* Nothing was taken. */
+	cr_assert_eq(pthread_rwlock_trywrlock(&l), 0);
+	cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+	/* A kind glibc would refuse. */
+	cr_assert_eq(pthread_rwlockattr_init(&a), 0);
+	cr_assert_eq(pthread_rwlockattr_setkind_np(&a, 7), EINVAL);
+	pthread_rwlockattr_destroy(&a);
+}
+
+/* ------------------------------------------------------------ timeouts */
+
+struct timed {
+	pthread_rwlock_t *l;
+	bool write;
+	clockid_t clk;
+	long ms;
+	bool clocked;
+	int ret, err_after;
+};
+
+static void *timed_fn(void *p)
+{
+	struct timed *t = p;
+	struct timespec ts = t_deadline(t->clk, t->ms);
+	errno = 4242;
+	if (t->clocked)
+		t->ret = t->write ? pthread_rwlock_clockwrlock(t->l, t->clk, &ts)
+				  : pthread_rwlock_clockrdlock(t->l, t->clk, &ts);
+	else
+		t->ret = t->write ? pthread_rwlock_timedwrlock(t->l, &ts)
+				  : pthread_rwlock_timedrdlock(t->l, &ts);
+	t->err_after = errno;
+	if (t->ret == 0)
+		pthread_rwlock_unlock(t->l);
+	return NULL;
+}
+
+static int timed_in_thread(pthread_rwlock_t *l, bool write, clockid_t clk, long ms, bool clocked)
+{
+	struct timed t = {l, write, clk, ms, clocked, -1, 0};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(t.err_after, 4242, "errno changed");
+	return t.ret;
+}
+
+Test(shim_rwlock, timed_variants)
+{
+	clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		pthread_rwlock_t l;
+		init_kind(&l, kinds[k], PTHREAD_PROCESS_PRIVATE);
+		for (int c = 0; c < 2; c++) {
+			bool clocked = clocks[c] == CLOCK_MONOTONIC;
+			for (long ms = -5; ms <= 20; ms += 25) {
+				cr_assert_eq(pthread_rwlock_rdlock(&l), 0);
+				cr_assert_eq(timed_in_thread(&l, true, clocks[c], ms, clocked),
+					     ETIMEDOUT);
+				/* With only readers in, readers enter (the writer-
+				 * preferring kind: see the next test). */
+				if (kinds[k] != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
+					cr_assert_eq(timed_in_thread(&l, false, clocks[c], ms,
+								     clocked),
+						     0);
+				cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+				cr_assert_eq(pthread_rwlock_wrlock(&l), 0);
+				cr_assert_eq(timed_in_thread(&l, false, clocks[c], ms, clocked),
+					     ETIMEDOUT);
+				cr_assert_eq(timed_in_thread(&l, true, clocks[c], ms, clocked),
+					     ETIMEDOUT);
+				cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+			}
+		}
+		/* Free now: taken whatever the deadline says. */
+		struct timespec past = {-1, 0};
+		cr_assert_eq(pthread_rwlock_timedwrlock(&l, &past), 0);
+		cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+		cr_assert_eq(pthread_rwlock_destroy(&l), 0);
+	}
+}
+
+/* A writer that gave up no longer waits: readers enter again while only
+ * readers hold the lock, on the writer-preferring kind too. */
+Test(shim_rwlock, timed_out_writer_stops_blocking_readers)
+{
+	pthread_rwlock_t l = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	cr_assert_eq(pthread_rwlock_rdlock(&l), 0);
+	cr_assert_eq(timed_in_thread(&l, true, CLOCK_MONOTONIC, 5, true), ETIMEDOUT);
+	cr_assert_eq(timed_in_thread(&l, false, CLOCK_MONOTONIC, 1000, true), 0);
+	cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+}
+
+/* ------------------------------------------- reader vs writer preference */
+
+struct pref {
+	pthread_rwlock_t l;
+	atomic_int started;
+	int ret;
+};
+
+static void *writer_fn(void *p)
+{
+	struct pref *x = p;
+	atomic_store(&x->started, 1);
+	x->ret = pthread_rwlock_wrlock(&x->l);
+	pthread_rwlock_unlock(&x->l);
+	return NULL;
+}
+
+/* The default kind: with a writer waiting, a thread that holds a read lock
+ * takes another (POSIX: recursive read locks work), and so does any reader. */
+Test(shim_rwlock, default_kind_reads_recursively_past_a_waiting_writer)
+{
+	struct pref x = {.l = PTHREAD_RWLOCK_INITIALIZER, .ret = -1};
+	pthread_t t;
+	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
+	cr_assert_eq(pthread_create(&t, NULL, writer_fn, &x), 0);
+	shim_t_await(&x.started);
+	/* Wait until the writer has announced itself (the shim's WAITERS bit,
+	 * lib/shim/rwlock.c), so the reads below really race a waiting writer. */
+	while (!(__atomic_load_n((uint32_t *)(void *)&x.l, __ATOMIC_ACQUIRE) & 0x40000000u))
+		sched_yield();
+	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
+	cr_assert_eq(pthread_rwlock_tryrdlock(&x.l), 0);
+	cr_assert_eq(in_other_thread(&x.l, pthread_rwlock_tryrdlock), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_rwlock_unlock(&x.l), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(x.ret, 0);
+	cr_assert_eq(pthread_rwlock_destroy(&x.l), 0);
+}
+
+/* The writer-preferring kind: once a writer waits, new readers wait too. */
+Test(shim_rwlock, writer_nonrecursive_kind_prefers_writers)
+{
+	struct pref x = {.l = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP, .ret = -1};
+	pthread_t t;
+	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
+	cr_assert_eq(pthread_create(&t, NULL, writer_fn, &x), 0);
+	shim_t_await(&x.started);
+	int r;
+	while ((r = in_other_thread(&x.l, pthread_rwlock_tryrdlock)) == 0)
+		cr_assert_eq(pthread_rwlock_unlock(&x.l), 0); /* drop that reader's lock */
+	cr_assert_eq(r, EBUSY);
+	cr_assert_eq(pthread_rwlock_unlock(&x.l), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(x.ret, 0);
+	cr_assert_eq(pthread_rwlock_destroy(&x.l), 0);
+}
+
+/* ------------------------------------------------------------ exclusion */
+
+#define THREADS 4
+#define ITERS 20000
+
+struct excl {
+	pthread_rwlock_t l;
+	atomic_int readers, writers;
+	long counter, reads;
+	bool bad;
+};
+
+static void excl_round(struct excl *x, int i)
+{
+	bool write = i % 4 == 0;
+	int r = write ? (i % 8 ? pthread_rwlock_wrlock(&x->l) : pthread_rwlock_trywrlock(&x->l))
+		      : (i % 3 ? pthread_rwlock_rdlock(&x->l) : pthread_rwlock_tryrdlock(&x->l));
+	if (r == EBUSY)
+		return;
+	if (r)
+		x->bad = true;
+	if (write) {
+		if (atomic_fetch_add(&x->writers, 1) != 0 || atomic_load(&x->readers) != 0)
+			x->bad = true;
+		x->counter++;
+		atomic_fetch_sub(&x->writers, 1);
+	} else {
+		atomic_fetch_add(&x->readers, 1);
+		if (atomic_load(&x->writers) != 0)
+			x->bad = true;
+		__atomic_fetch_add(&x->reads, 1, __ATOMIC_RELAXED);
+		atomic_fetch_sub(&x->readers, 1);
+	}
+	if (pthread_rwlock_unlock(&x->l))
+		x->bad = true;
+}
+
+static void *excl_fn(void *p)
+{
+	for (int i = 0; i < ITERS; i++)
+		excl_round(p, i);
+	return NULL;
+}
+
+static bool proc_rounds(int n, void *arg)
+{
+	(void)n;
+	excl_fn(arg);
+	return !((struct excl *)arg)->bad;
+}
+
+Test(shim_rwlock, exclusion_threads)
+{
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct excl x = {0};
+		pthread_t t[THREADS];
+		init_kind(&x.l, kinds[k], PTHREAD_PROCESS_PRIVATE);
+		for (int i = 0; i < THREADS; i++)
+			cr_assert_eq(pthread_create(&t[i], NULL, excl_fn, &x), 0);
+		t_join_all(t, THREADS);
+		cr_assert(!x.bad, "kind %d: exclusion or an error code broke", kinds[k]);
+		cr_assert(x.counter >= (long)THREADS * ITERS / 8, "blocking writes all counted");
+		cr_assert_eq(pthread_rwlock_destroy(&x.l), 0);
+	}
+}
+
+Test(shim_rwlock, exclusion_processes)
+{
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct excl *x = t_shared_alloc(sizeof(*x));
+		init_kind(&x->l, kinds[k], PTHREAD_PROCESS_SHARED);
+		cr_assert(t_fork_all(3, proc_rounds, x), "kind %d", kinds[k]);
+		cr_assert(x->counter >= 3L * ITERS / 8);
+		cr_assert_eq(pthread_rwlock_destroy(&x->l), 0);
+		t_shared_free(x, sizeof(*x));
+	}
+}
