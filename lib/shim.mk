@@ -17,7 +17,8 @@ lib_shim_libursa_pthread_la_SOURCES = \
 	lib/shim/core.c \
 	lib/shim/mutex.c \
 	lib/shim/cond.c \
-	lib/shim/rwlock.c
+	lib/shim/rwlock.c \
+	lib/shim/sem.c
 lib_shim_libursa_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 lib_shim_libursa_pthread_la_LIBADD = lib/shim/libursa-static.la $(URING_LIBS) $(PTHREAD_LIBS) -ldl
 lib_shim_libursa_pthread_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info 0:0:0 \
@@ -26,7 +27,7 @@ EXTRA_lib_shim_libursa_pthread_la_DEPENDENCIES = lib/shim/libursa-pthread.map
 EXTRA_DIST += lib/shim/libursa-pthread.map lib/shim/README.md
 
 if HAVE_CRITERION
-SHIM_TESTS = tests/unit/shim_mutex tests/unit/shim_cond tests/unit/shim_rwlock
+SHIM_TESTS = tests/unit/shim_mutex tests/unit/shim_cond tests/unit/shim_rwlock tests/unit/shim_sem
 check_PROGRAMS += $(SHIM_TESTS)
 TESTS += $(SHIM_TESTS)
 # Linked to the shim first, so its pthread_* come before libc's.
@@ -40,6 +41,9 @@ tests_unit_shim_cond_LDADD = $(SHIM_TEST_LIBS)
 tests_unit_shim_rwlock_SOURCES = tests/unit/shim_rwlock.c tests/unit/shim_test.h
 tests_unit_shim_rwlock_CFLAGS = $(TEST_CFLAGS)
 tests_unit_shim_rwlock_LDADD = $(SHIM_TEST_LIBS)
+tests_unit_shim_sem_SOURCES = tests/unit/shim_sem.c tests/unit/shim_test.h
+tests_unit_shim_sem_CFLAGS = $(TEST_CFLAGS)
+tests_unit_shim_sem_LDADD = $(SHIM_TEST_LIBS)
 endif
 
 # Real programs under LD_PRELOAD (pigz, zstd -T2, a condvar-heavy program):

@@ -27,6 +27,13 @@ static const char *const real_names[REAL_COUNT] = {
 	[REAL_MUTEX_CLOCKLOCK] = "pthread_mutex_clocklock",
 	[REAL_MUTEX_UNLOCK] = "pthread_mutex_unlock",
 	[REAL_MUTEX_CONSISTENT] = "pthread_mutex_consistent",
+	[REAL_SEM_DESTROY] = "sem_destroy",
+	[REAL_SEM_POST] = "sem_post",
+	[REAL_SEM_GETVALUE] = "sem_getvalue",
+	[REAL_SEM_WAIT] = "sem_wait",
+	[REAL_SEM_TRYWAIT] = "sem_trywait",
+	[REAL_SEM_TIMEDWAIT] = "sem_timedwait",
+	[REAL_SEM_CLOCKWAIT] = "sem_clockwait",
 };
 
 static void *real_fns[REAL_COUNT];

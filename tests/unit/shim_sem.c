@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/shim_sem.c — libursa-pthread: unnamed POSIX semaphores. */
+#include "tests/unit/shim_test.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+
+TestSuite(shim_sem, .timeout = 60, .init = shim_t_require);
+
+Test(shim_sem, every_function_is_the_shims)
+{
+	void *fns[] = {(void *)sem_init,     (void *)sem_destroy,   (void *)sem_wait,
+		       (void *)sem_trywait,  (void *)sem_timedwait, (void *)sem_clockwait,
+		       (void *)sem_post,     (void *)sem_getvalue};
+	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
+}
+
+Test(shim_sem, the_shim_handles_the_calls)
+{
+	/* ursa's semaphores carry the shim's marker after glibc's 16 bytes. */
+	sem_t s;
+	cr_assert_eq(sem_init(&s, 0, 5), 0);
+	cr_assert_eq(memcmp((char *)&s + 16, "1mesasru", 8), 0);
+	cr_assert_eq(sem_destroy(&s), 0);
+}
+
+static int err_of(int ret)
+{
+	return ret == 0 ? 0 : ret == -1 ? errno : -1000;
+}
+
+Test(shim_sem, counts_and_errors)
+{
+	sem_t s;
+	int v = -1;
+	struct timespec ts = {0, 1000000000L};
+	cr_assert_eq(err_of(sem_init(&s, 0, (unsigned)SEM_VALUE_MAX + 1)), EINVAL);
+	cr_assert_eq(sem_init(&s, 0, 2), 0);
+	cr_assert_eq(sem_trywait(&s), 0);
+	cr_assert_eq(sem_wait(&s), 0);
+	errno = 0;
+	cr_assert_eq(err_of(sem_trywait(&s)), EAGAIN);
+	cr_assert_eq(err_of(sem_timedwait(&s, &ts)), EINVAL);
+	ts.tv_nsec = 0;
+	cr_assert_eq(err_of(sem_clockwait(&s, CLOCK_PROCESS_CPUTIME_ID, &ts)), EINVAL);
+	cr_assert_eq(err_of(sem_timedwait(&s, &ts)), ETIMEDOUT);
+	ts.tv_sec = -1;
+	cr_assert_eq(err_of(sem_clockwait(&s, CLOCK_MONOTONIC, &ts)), ETIMEDOUT);
+	cr_assert_eq(sem_post(&s), 0);
+	cr_assert_eq(sem_getvalue(&s, &v), 0);
+	cr_assert_eq(v, 1);
+	/* A unit there now is taken whatever the deadline says. */
+	ts.tv_nsec = -5;
+	cr_assert_eq(sem_timedwait(&s, &ts), 0);
+	cr_assert_eq(sem_destroy(&s), 0);
+
+	cr_assert_eq(sem_init(&s, 1, SEM_VALUE_MAX), 0);
+	cr_assert_eq(err_of(sem_post(&s)), EOVERFLOW);
+	cr_assert_eq(sem_getvalue(&s, &v), 0);
+	cr_assert_eq(v, SEM_VALUE_MAX);
+	cr_assert_eq(sem_trywait(&s), 0);
+	cr_assert_eq(sem_post(&s), 0);
+	cr_assert_eq(sem_destroy(&s), 0);
+}
+
+struct timed {
+	sem_t *s;
+	clockid_t clk;
+	long ms;
+	int err;
+};
+
+static void *timed_fn(void *p)
+{
+	struct timed *t = p;
+	struct timespec ts = t_deadline(t->clk, t->ms);
+	t->err = err_of(t->clk == CLOCK_REALTIME ? sem_timedwait(t->s, &ts)
+						 : sem_clockwait(t->s, t->clk, &ts));
+	return NULL;
+}
+
+Test(shim_sem, timeouts_on_each_clock)
+{
+	sem_t s;
+	clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+	cr_assert_eq(sem_init(&s, 0, 0), 0);
+	for (int c = 0; c < 2; c++) {
+		for (long ms = -5; ms <= 20; ms += 25) {
+			struct timed t = {&s, clocks[c], ms, -1};
+			pthread_t th;
+			cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
+			cr_assert_eq(pthread_join(th, NULL), 0);
+			cr_assert_eq(t.err, ETIMEDOUT, "clock %d ms %ld: %d", c, ms, t.err);
+		}
+	}
+	/* A waiter with a long deadline gets a post. */
+	struct timed t = {&s, CLOCK_MONOTONIC, 20000, -1};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
+	cr_assert_eq(sem_post(&s), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(t.err, 0);
+	cr_assert_eq(sem_destroy(&s), 0);
+}
+
+/* ------------------------------------------------- threads, processes */
+
+#define THREADS 4
+#define ITEMS 20000
+
+struct pc {
+	sem_t items, lock;
+	long sum_in, sum_out, counter;
+	atomic_int inside;
+	bool bad;
+};
+
+static void *poster(void *p)
+{
+	struct pc *x = p;
+	for (int i = 1; i <= ITEMS; i++) {
+		__atomic_fetch_add(&x->sum_in, i, __ATOMIC_RELAXED);
+		if (sem_post(&x->items))
+			x->bad = true;
+	}
+	return NULL;
+}
+
+static void *taker(void *p)
+{
+	struct pc *x = p;
+	for (int i = 1; i <= ITEMS; i++) {
+		int r = i % 3 ? sem_wait(&x->items) : sem_trywait(&x->items);
+		if (r && errno == EAGAIN) {
+			i--;
+			continue;
+		}
+		if (r)
+			x->bad = true;
+		/* The binary semaphore as a lock. */
+		if (sem_wait(&x->lock))
+			x->bad = true;
+		if (atomic_fetch_add(&x->inside, 1) != 0)
+			x->bad = true;
+		x->sum_out += i;
+		atomic_fetch_sub(&x->inside, 1);
+		sem_post(&x->lock);
+	}
+	return NULL;
+}
+
+Test(shim_sem, threads_conserve_units)
+{
+	struct pc x = {0};
+	pthread_t t[THREADS];
+	int v = -1;
+	cr_assert_eq(sem_init(&x.items, 0, 0), 0);
+	cr_assert_eq(sem_init(&x.lock, 0, 1), 0);
+	for (int i = 0; i < THREADS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, i % 2 ? poster : taker, &x), 0);
+	t_join_all(t, THREADS);
+	cr_assert(!x.bad);
+	cr_assert_eq(x.sum_in, x.sum_out, "each unit taken exactly once");
+	cr_assert_eq(sem_getvalue(&x.items, &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(sem_destroy(&x.items), 0);
+	cr_assert_eq(sem_destroy(&x.lock), 0);
+}
+
+static bool proc_taker(int i, void *arg)
+{
+	struct pc *x = arg;
+	(void)i;
+	taker(x);
+	return !x->bad;
+}
+
+Test(shim_sem, process_shared_across_fork)
+{
+	struct pc *x = t_shared_alloc(sizeof(*x));
+	cr_assert_eq(sem_init(&x->items, 1, 0), 0);
+	cr_assert_eq(sem_init(&x->lock, 1, 1), 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		poster(x);
+		poster(x);
+		_exit(x->bad);
+	}
+	cr_assert(t_fork_all(2, proc_taker, x));
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(x->sum_out, 2L * ITEMS * (ITEMS + 1) / 2);
+	t_shared_free(x, sizeof(*x));
+}
+
+/* ---------------------------------------------------------------- EINTR */
+
+static atomic_int handled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&handled, 1);
+}
+
+struct intr {
+	sem_t s;
+	bool timed;
+	atomic_int done;
+	int err;
+};
+
+static void *intr_waiter(void *p)
+{
+	struct intr *x = p;
+	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 30000);
+	x->err = err_of(x->timed ? sem_clockwait(&x->s, CLOCK_MONOTONIC, &ts) : sem_wait(&x->s));
+	atomic_store(&x->done, 1);
+	return NULL;
+}
+
+static void set_handler(int flags)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+}
+
+/* Signal the waiter until it returns (a signal that lands before it sleeps
+ * only runs the handler), pacing the signals by a millisecond. */
+static void interrupt_until_done(pthread_t t, struct intr *x)
+{
+	while (!atomic_load(&x->done)) {
+		pthread_kill(t, SIGUSR1);
+		t_sleep_ms(1);
+	}
+}
+
+static void check_eintr(bool timed)
+{
+	struct intr x = {.timed = timed, .err = -1};
+	pthread_t t;
+	int v = -1;
+	set_handler(0); /* no SA_RESTART */
+	cr_assert_eq(sem_init(&x.s, 0, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, intr_waiter, &x), 0);
+	interrupt_until_done(t, &x);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(x.err, EINTR);
+	/* Nothing was taken or left registered: the semaphore works on. */
+	cr_assert_eq(sem_getvalue(&x.s, &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(sem_post(&x.s), 0);
+	cr_assert_eq(sem_wait(&x.s), 0);
+	cr_assert_eq(sem_destroy(&x.s), 0);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+Test(shim_sem, eintr_from_sem_wait)
+{
+	check_eintr(false);
+}
+
+Test(shim_sem, eintr_from_sem_clockwait)
+{
+	check_eintr(true);
+}
+
+Test(shim_sem, sa_restart_keeps_waiting)
+{
+	struct intr x = {.err = -1};
+	pthread_t t;
+	set_handler(SA_RESTART);
+	atomic_store(&handled, 0);
+	cr_assert_eq(sem_init(&x.s, 0, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, intr_waiter, &x), 0);
+	while (atomic_load(&handled) < 5) {
+		pthread_kill(t, SIGUSR1);
+		t_sleep_ms(1);
+	}
+	cr_assert(!atomic_load(&x.done), "the wait ended without a post");
+	cr_assert_eq(sem_post(&x.s), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(x.err, 0);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/* ------------------------------------------------------ named: glibc's */
+
+static sem_t *named;
+
+static bool child_posts_named(void *arg)
+{
+	(void)arg;
+	return sem_post(named) == 0;
+}
+
+Test(shim_sem, named_semaphores_stay_glibcs)
+{
+	char name[64];
+	int v = -1;
+	snprintf(name, sizeof(name), "/ursa-shim-test-%d", (int)getpid());
+	named = sem_open(name, O_CREAT | O_EXCL, 0600, 1);
+	cr_assert(named != SEM_FAILED);
+	sem_unlink(name);
+	/* glibc's layout: no marker; glibc's count word at byte 0. */
+	cr_assert(memcmp((char *)named + 16, "1mesasru", 8) != 0);
+	cr_assert_eq(sem_wait(named), 0);
+	cr_assert_eq(*(uint32_t *)(void *)named, 0);
+	cr_assert_eq(err_of(sem_trywait(named)), EAGAIN);
+	/* Another process, through the shim too, reaches the same glibc
+	 * semaphore. */
+	cr_assert(shim_t_in_child(child_posts_named, NULL));
+	cr_assert_eq(sem_getvalue(named, &v), 0);
+	cr_assert_eq(v, 1);
+	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 1000);
+	cr_assert_eq(sem_clockwait(named, CLOCK_MONOTONIC, &ts), 0);
+	ts = t_deadline(CLOCK_REALTIME, 5);
+	cr_assert_eq(err_of(sem_timedwait(named, &ts)), ETIMEDOUT);
+	cr_assert_eq(sem_close(named), 0);
+}
+
+/* ------------------------------------------------------------ cancel */
+
+struct cancel {
+	sem_t s;
+	atomic_int go;
+};
+
+static void *cancel_fn(void *p)
+{
+	struct cancel *x = p;
+	shim_t_await(&x->go);
+	for (;;)
+		sem_wait(&x->s);
+	return NULL;
+}
+
+Test(shim_sem, cancellation_pending_at_entry)
+{
+	struct cancel x = {0};
+	pthread_t t;
+	void *ret;
+	cr_assert_eq(sem_init(&x.s, 0, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, cancel_fn, &x), 0);
+	cr_assert_eq(pthread_cancel(t), 0);
+	atomic_store(&x.go, 1);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(sem_destroy(&x.s), 0);
+}
