@@ -27,7 +27,8 @@ EXTRA_lib_shim_libursa_pthread_la_DEPENDENCIES = lib/shim/libursa-pthread.map
 EXTRA_DIST += lib/shim/libursa-pthread.map lib/shim/README.md
 
 if HAVE_CRITERION
-SHIM_TESTS = tests/unit/shim_mutex tests/unit/shim_cond tests/unit/shim_rwlock tests/unit/shim_sem
+SHIM_TESTS = tests/unit/shim_mutex tests/unit/shim_cond tests/unit/shim_rwlock tests/unit/shim_sem \
+	tests/unit/shim_tsan
 check_PROGRAMS += $(SHIM_TESTS)
 TESTS += $(SHIM_TESTS)
 # Linked to the shim first, so its pthread_* come before libc's.
@@ -44,6 +45,12 @@ tests_unit_shim_rwlock_LDADD = $(SHIM_TEST_LIBS)
 tests_unit_shim_sem_SOURCES = tests/unit/shim_sem.c tests/unit/shim_test.h
 tests_unit_shim_sem_CFLAGS = $(TEST_CFLAGS)
 tests_unit_shim_sem_LDADD = $(SHIM_TEST_LIBS)
+# Plain C (no Criterion), so it also runs under ThreadSanitizer:
+#   make -C <tsan build> check TESTS=tests/unit/shim_tsan
+tests_unit_shim_tsan_SOURCES = tests/unit/shim_tsan.c
+tests_unit_shim_tsan_LDADD = lib/shim/libursa-pthread.la $(PTHREAD_LIBS) -ldl
+# It names none of the shim's symbols (dlsym finds them): keep the shim linked.
+tests_unit_shim_tsan_LDFLAGS = -Wl,--no-as-needed
 endif
 
 # Real programs under LD_PRELOAD (pigz, zstd -T2, a condvar-heavy program):
