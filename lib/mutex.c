@@ -5,17 +5,17 @@
  * The word (one futex, 32 bits):
  *
  *   bit 31      SHARED   process-shared (constant after init)
- *   bits 3-30   COUNT    registered waiters: waiters that have slept at
- *                        least once and have not finished (taken the lock
- *                        or given up)
+ *   bits 3-30   COUNT    registered waiters: waiters that have announced
+ *                        themselves (their step said WAIT) and have not
+ *                        finished (taken the lock or given up)
  *   bit 2       REQ      a starving waiter asks for a hand-off
  *   bits 0-1    state    0 FREE, 1 LOCKED, 2 CONTENDED, 3 HANDED
  *
  *   FREE       unlocked.
  *   LOCKED     locked, no sleeper has announced itself: unlock needs no wake.
  *   CONTENDED  locked, waiters may sleep: unlock must wake one.
- *   HANDED     locked on behalf of a waiter that has slept; the first such
- *              waiter to step claims it (HANDED -> CONTENDED). Newcomers
+ *   HANDED     locked on behalf of the registered waiters; the first of
+ *              them to step claims it (HANDED -> CONTENDED). Newcomers
  *              treat it as locked, so they cannot barge.
  *
  * Uncontended, the word is 0 (or SHARED): lock and unlock are one inline
@@ -25,14 +25,13 @@
  *
  *   lock fast:   0 -> LOCKED                           (inline CAS)
  *   unlock fast: LOCKED -> 0                           (inline CAS)
- *   waiter step: FREE -> LOCKED, or CONTENDED when it has slept or COUNT > 0
- *                (other sleepers may remain, so the next unlock must wake);
+ *   waiter step: FREE -> LOCKED, or CONTENDED when COUNT (less itself) > 0
+ *                (others may sleep, so the next unlock must wake);
  *                LOCKED -> CONTENDED, then sleep while word == that value;
- *                HANDED -> CONTENDED if it has slept (claim), else sleep;
- *                once it has slept it registers (COUNT + 1, in the CAS that
- *                announces it again) and deregisters in the CAS that takes
- *                the lock; after URSA_HANDOFF_AFTER lost races it also sets
- *                REQ.
+ *                HANDED -> CONTENDED if registered (claim), else sleep;
+ *                it registers (COUNT + 1) in the CAS that announces it and
+ *                deregisters in the CAS that takes the lock; after
+ *                URSA_HANDOFF_AFTER lost races it also sets REQ.
  *   unlock slow: CONTENDED -> FREE, wake 1;
  *                CONTENDED|REQ -> HANDED, wake 1. If the wake found nobody
  *                asleep and COUNT is 0, take it back (HANDED -> FREE, and
@@ -47,9 +46,10 @@
  * CONTENDED or HANDED that it saw or stored; the kernel compares it under
  * the hash-bucket lock, so an unlock that changes the word first makes the
  * sleep return -EAGAIN, and an unlock after it finds the waiter queued and
- * wakes it. Any state with sleepers is CONTENDED or HANDED, never LOCKED: a
- * waiter that takes the lock after sleeping, or while others are
- * registered, stores CONTENDED. A HANDED lock is never stranded: the
+ * wakes it. Every sleeper is registered, so any state with sleepers has
+ * COUNT > 0 and is CONTENDED or HANDED, never LOCKED: a locker that takes
+ * the lock while others are registered stores CONTENDED. (When COUNT is 0
+ * it stores LOCKED, so the last waiter's unlock makes no wake syscall.) A HANDED lock is never stranded: the
  * unlocker woke a sleeper (whose next step claims it — a woken thread or
  * ring waiter always steps), or a registered waiter will step, or the last
  * party to see COUNT 0 (unlocker or abandoner) takes it back.
@@ -70,9 +70,9 @@
  * killed, or its io_uring torn down with the wait in flight — leaves COUNT
  * raised: destroy then says -EBUSY, and a hand-off may wait for a claimer
  * that never comes. Blocked newcomers recover from that by themselves (a
- * sleep on HANDED is bounded to URSA_HANDED_SLEEP_MS; after it they count
- * as having slept and claim it); re-initialise a mutex whose ring was torn
- * down with lock ops in flight.
+ * sleep on HANDED is bounded to URSA_HANDED_SLEEP_MS; after it they are
+ * registered and claim it); re-initialise a mutex whose ring was torn down
+ * with lock ops in flight.
  */
 #include "lib/internal.h"
 
@@ -97,10 +97,11 @@ static inline bool m_shared(uint32_t v)
 	return v & M_SHARED;
 }
 
-/* The state a locker stores when it takes a FREE lock. */
-static inline uint32_t m_taken(uint32_t v, bool slept)
+/* The state a locker stores when it takes a FREE lock (v without its own
+ * registration): CONTENDED while other waiters are registered. */
+static inline uint32_t m_taken(uint32_t v)
 {
-	return (slept || (v & M_CNT)) ? M_CONTENDED : M_LOCKED;
+	return (v & M_CNT) ? M_CONTENDED : M_LOCKED;
 }
 
 /* A HANDED lock nobody is going to claim (no sleeper was woken, no waiter
@@ -138,9 +139,9 @@ int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
 	for (;;) {
 		uint32_t s = v & M_STATE, dereg = w->registered ? M_CNT_ONE : 0;
 		if (s == M_FREE) {
-			if (cas_acq(&m->__word, &v, (v - dereg) | m_taken(v - dereg, w->slept)))
+			if (cas_acq(&m->__word, &v, (v - dereg) | m_taken(v - dereg)))
 				break;
-		} else if (s == M_HANDED && w->slept) {
+		} else if (s == M_HANDED && w->registered) {
 			if (cas_acq(&m->__word, &v, ((v - dereg) & ~M_STATE) | M_CONTENDED))
 				break;
 		} else {
@@ -158,33 +159,33 @@ int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *o
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		uint32_t s = v & M_STATE, want;
-		if (s == M_FREE || (s == M_HANDED && w->slept)) {
+		if (s == M_FREE || (s == M_HANDED && w->registered)) {
 			if (ursa__mutex_take(m, w) == 0)
 				return URSA_STEP_DONE;
 			v = ld_relaxed(&m->__word);
 			continue;
 		}
-		/* Locked: announce ourselves (CONTENDED), register once we have
-		 * slept, ask for a hand-off (REQ) after losing enough races,
-		 * then sleep on exactly the value we stored or saw. */
+		/* Locked: announce ourselves (CONTENDED, registered), ask for a
+		 * hand-off (REQ) after losing enough races, then sleep on
+		 * exactly the value we stored or saw. */
+		bool newcomer = !w->registered;
 		want = s == M_HANDED ? v : (v & ~M_STATE) | M_CONTENDED;
 		if (s != M_HANDED && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 			want |= M_REQ;
-		if (w->slept && !w->registered)
+		if (newcomer)
 			want += M_CNT_ONE;
 		if (want != v && !cas_relaxed(&m->__word, &v, want))
 			continue;
-		if (w->slept) {
-			w->registered = 1;
+		w->registered = 1;
+		if (w->slept)
 			w->losses++;
-		}
 		out->addr = &m->__word;
 		out->val = want;
 		out->shared = m_shared(v);
-		/* A never-slept waiter on HANDED bounds its sleep, so a hand-off
-		 * whose claimer vanished (killed, ring torn down) costs a delay,
-		 * not a deadlock: after it the waiter has slept and may claim. */
-		out->bounded = s == M_HANDED && !w->slept;
+		/* A newcomer on HANDED bounds its sleep, so a hand-off whose
+		 * claimers vanished (killed, ring torn down) costs a delay, not
+		 * a deadlock: after it the waiter is registered and may claim. */
+		out->bounded = s == M_HANDED && newcomer;
 		return URSA_STEP_WAIT;
 	}
 }
@@ -208,8 +209,10 @@ void ursa__mutex_pass_on(ursa_mutex_t *m)
 	if ((v & M_STATE) == M_FREE) {
 		ursa_k_futex_wake(&m->__word, 1, m_shared(v));
 	} else if ((v & M_STATE) == M_HANDED) {
-		struct ursa_waiter w = {.slept = 1};
-		if (ursa__mutex_take(m, &w) == 0)
+		/* Claim it as a registered waiter would, then unlock: the
+		 * unlock hands it on or frees it. If the CAS fails, another
+		 * waiter claimed it: nothing to pass on. */
+		if (cas_acq(&m->__word, &v, (v & ~M_STATE) | M_CONTENDED))
 			ursa__mutex_unlock_slow(m);
 	}
 }
@@ -231,7 +234,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 	for (int i = 0; i < URSA_SPIN; i++) {
 		uint32_t v = ld_relaxed(&m->__word);
 		uint32_t s = v & M_STATE;
-		if (s == M_FREE && cas_acq(&m->__word, &v, v | m_taken(v, false)))
+		if (s == M_FREE && cas_acq(&m->__word, &v, v | m_taken(v)))
 			return 0;
 		if (s == M_HANDED)
 			break;
@@ -254,7 +257,7 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 		return -EINVAL;
 	uint32_t v = ld_relaxed(&m->__word);
 	while ((v & M_STATE) == M_FREE) {
-		if (cas_acq(&m->__word, &v, v | m_taken(v, false)))
+		if (cas_acq(&m->__word, &v, v | m_taken(v)))
 			return 0;
 	}
 	return -EBUSY;
