@@ -57,8 +57,12 @@ endif
 # minutes, so not in make check.
 shim-real: lib/shim/libursa-pthread.la
 	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
-		$(SHELL) $(top_srcdir)/tests/real/run.sh
+		bash $(top_srcdir)/tests/real/run.sh
+# PostgreSQL's server on the shim (issue 8): pgbench with and without it.
+shim-postgres: lib/shim/libursa-pthread.la
+	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
+		bash $(top_srcdir)/tests/real/postgres.sh
 if HAVE_CRITERION
-stress: shim-real
+stress: shim-real shim-postgres
 endif
-EXTRA_DIST += tests/real/run.sh
+EXTRA_DIST += tests/real/run.sh tests/real/gen.py tests/real/condqueue.py tests/real/postgres.sh

@@ -65,14 +65,6 @@ int32_t shim_tid_slow(void)
 	return shim_tid_cache = (int32_t)gettid();
 }
 
-/* The child of fork() runs on a new thread with a new tid; its copy of our
- * TLS still holds the parent's. (Children of raw clone() or _Fork(), which
- * run no fork handlers, keep the stale value: README.md says so.) */
-static void shim_atfork_child(void)
-{
-	shim_tid_cache = 0;
-}
-
 bool shim_stats_on;
 unsigned long shim_stats[ST_COUNT];
 /* stderr, duplicated at load: programs such as coreutils' close fd 2 at exit,
@@ -99,6 +91,17 @@ static const char *const stat_names[ST_COUNT] = {
 	[ST_SEM_POST] = "sem_post",
 	[ST_SEM_EINTR] = "sem_eintr",
 };
+
+/* The child of fork() runs on a new thread with a new tid; its copy of our
+ * TLS still holds the parent's. (Children of raw clone() or _Fork(), which
+ * run no fork handlers, keep the stale value: README.md says so.) Its
+ * counters start from zero, so that each process reports its own calls. */
+static void shim_atfork_child(void)
+{
+	shim_tid_cache = 0;
+	if (shim_stats_on)
+		memset(shim_stats, 0, sizeof(shim_stats));
+}
 
 __attribute__((constructor)) static void shim_init(void)
 {
