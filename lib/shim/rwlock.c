@@ -75,7 +75,6 @@ SHIM_API int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_
 	ursa_mutex_init(&l->mx, fl);
 	ursa_cond_init(&l->cv, fl);
 	ursa_rwlock_init(&l->wl, fl);
-	l->shared = fl;
 	__atomic_store_n(&l->kind, (uint32_t)kind, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -314,7 +313,6 @@ SHIM_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clk,
 SHIM_API int pthread_rwlock_unlock(pthread_rwlock_t *pl)
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
-	int r;
 	shim_count(ST_RW_UNLOCK);
 	if (!writer_preferring(l))
 		return rp_unlock(l);
@@ -322,6 +320,5 @@ SHIM_API int pthread_rwlock_unlock(pthread_rwlock_t *pl)
 		set_writer(l, 0);
 		return -ursa_rwlock_wrunlock(&l->wl);
 	}
-	r = -ursa_rwlock_rdunlock(&l->wl);
-	return r;
+	return -ursa_rwlock_rdunlock(&l->wl);
 }

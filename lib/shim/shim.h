@@ -132,8 +132,7 @@ struct shim_rwlock {
 	ursa_cond_t cv;     /* 8: sleepers (reader-preferring kinds) */
 	ursa_rwlock_t wl;   /* 16: writer-preferring kind */
 	int32_t writer;     /* 24 */
-	uint32_t shared;    /* 28: process-shared (glibc's __shared) */
-	uint32_t unused[4]; /* 32 */
+	uint32_t unused[5]; /* 28 */
 	uint32_t kind;      /* 48 */
 };
 
