@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/sem.c — the 8-byte counting semaphore.
+ *
+ * Two words:
+ *
+ *   __value    the count, 0..URSA_SEM_VALUE_MAX; also the futex word.
+ *              Waiters sleep while it is 0.
+ *   __waiters  bit 31 SHARED (constant after init); bits 0-30 the number
+ *              of registered waiters: blocked threads, ring waiters
+ *              (lib/async.c) and wait-any callers (lib/wait_any.c) that
+ *              may be asleep on __value or about to be.
+ *
+ * Transitions:
+ *
+ *   trywait / take:  value > 0: CAS value -> value - 1. No syscall.
+ *   post:            CAS value -> value + 1 (seq_cst; -EOVERFLOW at the
+ *                    maximum, unchanged), then load waiters (seq_cst): if
+ *                    the count is non-zero, futex wake 1.
+ *   step (waiter):   take if it can; else register (waiters++, seq_cst),
+ *                    load value (seq_cst) and take if it now can; else WAIT
+ *                    on (&value, 0). A step that takes deregisters.
+ *   abandon:         deregister (waiters--); then, if value > 0 and other
+ *                    waiters remain, wake 1 (see "pass-on" below).
+ *
+ * Why no wakeup is lost (Dekker): the waiter does W1 = "waiters++" then
+ * R1 = "load value"; the poster does W2 = "value++" then R2 = "load
+ * waiters", all four seq_cst, so they sit in one total order. If R2 misses
+ * W1 (R2 before W1), then W2 < R2 < W1 < R1 and R1 sees the post; if R1
+ * misses W2, then W1 < R1 < W2 < R2 and the poster sees the waiter and
+ * wakes. Between R1 and the sleep, the kernel compares __value with 0
+ * under the futex bucket lock: a post that lands in between makes the
+ * sleep return -EAGAIN, one that comes after finds the waiter queued.
+ * So a waiter only ever sleeps on a count of 0 that every later post
+ * knows to wake, and each post wakes one sleeper; a woken sleeper always
+ * steps again, and either takes a unit or finds that someone else (a
+ * trywait, a spinning waiter) took it — the unit was consumed, not lost.
+ *
+ * Pass-on: a sleeper may be woken and then not step to take — a timed-out
+ * wait (ursa__block steps once more, but a post may land after that
+ * step), a cancelled ring wait whose CQE still said "woken", a wait-any
+ * that was woken here but took another object, or an old kernel's WAITV
+ * that let one wait-any consume wakes on several entries. The post's wake
+ * was then spent on a waiter that leaves with the unit still in __value,
+ * and the other sleepers would sleep on although value > 0. So abandon
+ * looks, after deregistering: value > 0 with waiters left means one of
+ * them may be stranded; wake one. At worst the wake is spurious (the woken
+ * waiter steps, finds 0 or takes, and that is all).
+ *
+ * Overflow: posts stop at URSA_SEM_VALUE_MAX (2^31 - 1), so value never
+ * wraps; the waiter count has 31 bits and every waiter is a thread or an
+ * in-flight operation, far fewer.
+ */
+#include "lib/internal.h"
+#include "lib/wait_any_internal.h"
+
+#define S_SHARED 0x80000000u
+#define S_COUNT 0x7fffffffu
+
+_Static_assert(sizeof(ursa_sem_t) == 8, "ursa_sem_t must be 8 bytes");
+_Static_assert(_Alignof(ursa_sem_t) == 4, "ursa_sem_t must be 4-byte aligned");
+
+static inline bool s_shared(const ursa_sem_t *s)
+{
+	return ld_relaxed(&s->__waiters) & S_SHARED;
+}
+
+int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags)
+{
+	if (!s || (flags & ~URSA_SHARED) || value > URSA_SEM_VALUE_MAX)
+		return -EINVAL;
+	__atomic_store_n(&s->__waiters, (flags & URSA_SHARED) ? S_SHARED : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->__value, value, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ursa_sem_destroy(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	return (ld_acquire(&s->__waiters) & S_COUNT) ? -EBUSY : 0;
+}
+
+int ursa_sem_value(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	return (int)ld_relaxed(&s->__value);
+}
+
+int ursa_sem_post(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	uint32_t v = ld_relaxed(&s->__value);
+	do {
+		if (v >= URSA_SEM_VALUE_MAX)
+			return -EOVERFLOW;
+	} while (!cas_seqcst(&s->__value, &v, v + 1));
+	/* seq_cst after the seq_cst CAS: the Dekker pair with the waiter's
+	 * registration (see the top of this file). */
+	uint32_t w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
+	if (w & S_COUNT)
+		ursa_k_futex_wake(&s->__value, 1, w & S_SHARED);
+	return 0;
+}
+
+static void sem_deregister(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	if (w->registered) {
+		w->registered = 0;
+		__atomic_fetch_sub(&s->__waiters, 1, __ATOMIC_RELAXED);
+	}
+}
+
+int ursa__sem_take(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	uint32_t v = ld_relaxed(&s->__value);
+	while (v > 0) {
+		if (cas_acq(&s->__value, &v, v - 1)) {
+			sem_deregister(s, w);
+			return 0;
+		}
+	}
+	return -EBUSY;
+}
+
+int ursa__sem_step(ursa_sem_t *s, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	for (;;) {
+		if (ursa__sem_take(s, w) == 0)
+			return URSA_STEP_DONE;
+		if (w->registered)
+			break;
+		/* Register, then look at the count once more (seq_cst): the
+		 * waiter's half of the Dekker pair. */
+		w->registered = 1;
+		__atomic_fetch_add(&s->__waiters, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) == 0)
+			break;
+	}
+	out->addr = &s->__value;
+	out->val = 0;
+	out->shared = s_shared(s);
+	return URSA_STEP_WAIT;
+}
+
+int ursa__sem_abandon(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	if (!w->registered)
+		return 0;
+	/* seq_cst: ordered before the loads below, so that a post we do not
+	 * see in __value sees us gone (and wakes someone else itself). */
+	w->registered = 0;
+	uint32_t left = __atomic_sub_fetch(&s->__waiters, 1, __ATOMIC_SEQ_CST);
+	/* Pass on a wake this waiter may have consumed (top of the file). */
+	if ((left & S_COUNT) && __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0)
+		ursa_k_futex_wake(&s->__value, 1, left & S_SHARED);
+	return 0;
+}
+
+static int sem_step(void *s, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	return ursa__sem_step(s, w, out);
+}
+
+static int sem_abandon(void *s, struct ursa_waiter *w)
+{
+	return ursa__sem_abandon(s, w);
+}
+
+static int sem_wait_slow(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
+{
+	/* A post often follows shortly (a producer just behind): spin a
+	 * little before paying for a futex round trip. */
+	for (int i = 0; i < URSA_SPIN; i++) {
+		if (ld_relaxed(&s->__value) > 0) {
+			struct ursa_waiter none = {0};
+			if (ursa__sem_take(s, &none) == 0)
+				return 0;
+		}
+		ursa_cpu_relax();
+	}
+	struct ursa_waiter w = {0};
+	return ursa__block(s, sem_step, sem_abandon, &w, clk, abs);
+}
+
+int ursa_sem_trywait(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	struct ursa_waiter none = {0};
+	return ursa__sem_take(s, &none);
+}
+
+int ursa_sem_wait(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (ursa_sem_trywait(s) == 0)
+		return 0;
+	return sem_wait_slow(s, CLOCK_MONOTONIC, NULL);
+}
+
+int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
+{
+	if (!s)
+		return -EINVAL;
+	int r = ursa__check_deadline(clk, abs);
+	if (r)
+		return r;
+	if (ursa_sem_trywait(s) == 0)
+		return 0;
+	if (abs && ursa__deadline_passed(clk, abs))
+		return -ETIMEDOUT;
+	return sem_wait_slow(s, clk, abs);
+}
