@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "tests/helpers.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,8 +68,11 @@ bool t_fork_all(int n, bool (*fn)(int i, void *arg), void *arg)
 	for (int i = 0; i < n; i++) {
 		pids[i] = fork();
 		cr_assert(pids[i] >= 0, "fork");
-		if (pids[i] == 0)
+		if (pids[i] == 0) {
+			/* A test that times out must not leave sleepers behind. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			_exit(fn(i, arg) ? 0 : 1);
+		}
 	}
 	bool ok = true;
 	for (int i = 0; i < n; i++) {
