@@ -44,7 +44,9 @@ URSA_API int ursa_event_trywait(ursa_event_t *e);
 /* ursa_event_wait with a deadline. Returns 0, -ETIMEDOUT, -EINVAL. Blocks. */
 URSA_API int ursa_event_timedwait(ursa_event_t *e, clockid_t clk, const struct timespec *abs);
 
-/* Check no one waits on *e. Returns 0, -EBUSY, -EINVAL. */
+/* Check no one waits on *e. Returns 0, -EBUSY, -EINVAL. Never blocks.
+ * (Manual-reset: to tell sleepers from a mark a timed-out waiter left,
+ * it may wake the sleepers, who see the event still unset and wait on.) */
 URSA_API int ursa_event_destroy(ursa_event_t *e);
 
 URSA_EXTERN_C_END
