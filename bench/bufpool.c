@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/bufpool.c — ursa-bufpool, the buffer-pool demo: options, the data
+ * file, running the engines, the consistency check, the report (table, CSV,
+ * gnuplot PNG). See bench/BUFPOOL.md.
+ *
+ * Per engine: a fresh (cold) pool over the same file, a warm-up, a measured
+ * window, then stop: every transaction in flight commits, the workers are
+ * joined, the pool is flushed, and the whole file is read back and checked:
+ * every page's checksum, and the sum of the page counters against the
+ * number of write transactions the engine committed. A fast wrong answer
+ * fails that check and the program exits 1.
+ */
+#include "bench/bufpool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifdef HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
+static const char *const engine_names[BP_NENGINES] = {"threads", "threads-ursa", "ring"};
+static int (*const engine_fns[BP_NENGINES])(struct bp_run *) = {
+    bp_engine_threads_pthread,
+    bp_engine_threads_ursa,
+    bp_engine_ring,
+};
+
+/* ---- options ------------------------------------------------------------ */
+
+struct opts {
+	bool engine[BP_NENGINES];
+	bool any_engine;
+	double seconds;
+	double warmup;
+	int workers, loops, inflight, txn_pages, write_pct;
+	double theta;
+	long pool_pages;
+	long file_mb;
+	const char *csv;
+	const char *plot;
+	const char *dir;
+	bool quick, buffered, recreate, unsafe;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: ursa-bufpool [options]\n"
+	       "The buffer-pool demo: the same transactions over a file of 8 KiB pages, through\n"
+	       "a pool smaller than the file, run by three engines; then a consistency check.\n"
+	       "  --engine NAME     threads | threads-ursa | ring | all (repeatable; default all)\n"
+	       "  --seconds N       measured seconds per engine (default 15; --quick: 3)\n"
+	       "  --warmup N        unmeasured seconds before (default seconds/10, 0.3..1.5)\n"
+	       "  --quick           a few seconds per engine\n"
+	       "  --workers N       threads engines: threads (default 4 x CPUs)\n"
+	       "  --loops N         ring: event loops (default CPUs)\n"
+	       "  --inflight N      ring: transactions in flight per loop (default 32)\n"
+	       "  --file-mb N       data file size (default 64)\n"
+	       "  --pool-pages N    pool buffers (default a quarter of the file's pages)\n"
+	       "  --txn-pages N     pages per transaction (default 4)\n"
+	       "  --write-pct N     %% of transactions that modify a page (default 20)\n"
+	       "  --theta X         zipf skew of the page choice (default 0.9)\n"
+	       "  --dir DIR         where the data file lives (default bench/out, else $TMPDIR)\n"
+	       "  --buffered        page-cache I/O instead of O_DIRECT\n"
+	       "  --recreate        rewrite the data file first\n"
+	       "  --csv FILE        write rows scenario,impl,threads,metric,value,unit\n"
+	       "  --plot FILE       PNG of throughput and p99 (default: the CSV's name, .png)\n"
+	       "  --unsafe-writes   self-test of the checker: writers take the page lock SHARED,\n"
+	       "                    so updates are lost and pages torn; the check must fail\n");
+}
+
+static long parse_long(const char *s, const char *what, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		bp_die("ursa-bufpool: %s: expected an integer in [%ld, %ld], got '%s'\n", what, lo,
+		       hi, s);
+	return v;
+}
+
+static double parse_double(const char *s, const char *what, double lo, double hi)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !(v >= lo && v <= hi))
+		bp_die("ursa-bufpool: %s: expected a number in [%g, %g], got '%s'\n", what, lo, hi,
+		       s);
+	return v;
+}
+
+static int ncpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+static void parse_opts(struct opts *o, int argc, char **argv)
+{
+	enum {
+		O_ENGINE = 256,
+		O_SECONDS,
+		O_WARMUP,
+		O_QUICK,
+		O_WORKERS,
+		O_LOOPS,
+		O_INFLIGHT,
+		O_FILE_MB,
+		O_POOL,
+		O_TXN_PAGES,
+		O_WRITE_PCT,
+		O_THETA,
+		O_DIR,
+		O_BUFFERED,
+		O_RECREATE,
+		O_CSV,
+		O_PLOT,
+		O_UNSAFE,
+		O_HELP
+	};
+	static const struct option lo[] = {
+	    {"engine", required_argument, 0, O_ENGINE},
+	    {"seconds", required_argument, 0, O_SECONDS},
+	    {"warmup", required_argument, 0, O_WARMUP},
+	    {"quick", no_argument, 0, O_QUICK},
+	    {"workers", required_argument, 0, O_WORKERS},
+	    {"loops", required_argument, 0, O_LOOPS},
+	    {"inflight", required_argument, 0, O_INFLIGHT},
+	    {"file-mb", required_argument, 0, O_FILE_MB},
+	    {"pool-pages", required_argument, 0, O_POOL},
+	    {"txn-pages", required_argument, 0, O_TXN_PAGES},
+	    {"write-pct", required_argument, 0, O_WRITE_PCT},
+	    {"theta", required_argument, 0, O_THETA},
+	    {"dir", required_argument, 0, O_DIR},
+	    {"buffered", no_argument, 0, O_BUFFERED},
+	    {"recreate", no_argument, 0, O_RECREATE},
+	    {"csv", required_argument, 0, O_CSV},
+	    {"plot", required_argument, 0, O_PLOT},
+	    {"unsafe-writes", no_argument, 0, O_UNSAFE},
+	    {"help", no_argument, 0, O_HELP},
+	    {0, 0, 0, 0},
+	};
+	int cpus = ncpus();
+	*o = (struct opts){.seconds = -1,
+			   .warmup = -1,
+			   .workers = 4 * cpus,
+			   .loops = cpus,
+			   .inflight = 32,
+			   .txn_pages = 4,
+			   .write_pct = 20,
+			   .theta = 0.9,
+			   .pool_pages = -1,
+			   .file_mb = 64};
+	for (int c; (c = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+		switch (c) {
+		case O_ENGINE: {
+			bool found = false;
+			for (int e = 0; e < BP_NENGINES; e++)
+				if (!strcmp(optarg, engine_names[e]) || !strcmp(optarg, "all")) {
+					o->engine[e] = true;
+					found = true;
+				}
+			if (!found)
+				bp_die("ursa-bufpool: unknown engine '%s' (threads, threads-ursa, "
+				       "ring, "
+				       "all)\n",
+				       optarg);
+			o->any_engine = true;
+			break;
+		}
+		case O_SECONDS:
+			o->seconds = parse_double(optarg, "--seconds", 0.1, 86400);
+			break;
+		case O_WARMUP:
+			o->warmup = parse_double(optarg, "--warmup", 0, 3600);
+			break;
+		case O_QUICK:
+			o->quick = true;
+			break;
+		case O_WORKERS:
+			o->workers = (int)parse_long(optarg, "--workers", 1, 4096);
+			break;
+		case O_LOOPS:
+			o->loops = (int)parse_long(optarg, "--loops", 1, 1024);
+			break;
+		case O_INFLIGHT:
+			o->inflight = (int)parse_long(optarg, "--inflight", 1, 4096);
+			break;
+		case O_FILE_MB:
+			o->file_mb = parse_long(optarg, "--file-mb", 1, 1L << 20);
+			break;
+		case O_POOL:
+			o->pool_pages = parse_long(optarg, "--pool-pages", 16, 1L << 26);
+			break;
+		case O_TXN_PAGES:
+			o->txn_pages = (int)parse_long(optarg, "--txn-pages", 1, 1024);
+			break;
+		case O_WRITE_PCT:
+			o->write_pct = (int)parse_long(optarg, "--write-pct", 0, 100);
+			break;
+		case O_THETA:
+			o->theta = parse_double(optarg, "--theta", 0.01, 0.999);
+			break;
+		case O_DIR:
+			o->dir = optarg;
+			break;
+		case O_BUFFERED:
+			o->buffered = true;
+			break;
+		case O_RECREATE:
+			o->recreate = true;
+			break;
+		case O_CSV:
+			o->csv = optarg;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case O_UNSAFE:
+			o->unsafe = true;
+			break;
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		exit(2);
+	}
+	if (!o->any_engine)
+		for (int e = 0; e < BP_NENGINES; e++)
+			o->engine[e] = true;
+	if (o->seconds < 0)
+		o->seconds = o->quick ? 3 : 15;
+	if (o->warmup < 0) {
+		o->warmup = o->seconds / 10;
+		o->warmup = o->warmup < 0.3 ? 0.3 : o->warmup > 1.5 ? 1.5 : o->warmup;
+	}
+}
+
+/* ---- the data file --------------------------------------------------------- */
+
+static char *data_path(const struct opts *o)
+{
+	const char *dir = o->dir;
+	struct stat st;
+	if (!dir) {
+		if (stat("bench", &st) == 0 && S_ISDIR(st.st_mode))
+			dir = "bench/out";
+		else if (!(dir = getenv("TMPDIR")) || !*dir)
+			dir = "/tmp";
+	}
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		bp_die("ursa-bufpool: mkdir %s: %s\n", dir, strerror(errno));
+	char *path;
+	if (asprintf(&path, "%s/bufpool-%ldMiB.dat", dir, o->file_mb) < 0)
+		bp_die("ursa-bufpool: out of memory\n");
+	return path;
+}
+
+/* Write the file's pages, each with counter 0 and a valid checksum. */
+static void create_file(const char *path, uint64_t npages)
+{
+	fprintf(stderr, "ursa-bufpool: creating %s (%llu pages)...\n", path,
+		(unsigned long long)npages);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		bp_die("ursa-bufpool: create %s: %s\n", path, strerror(errno));
+	enum { CHUNK = 128 };
+	unsigned char *buf = bp_alloc(4096, CHUNK * BP_PAGE_SIZE);
+	for (uint64_t p = 0; p < npages; p += CHUNK) {
+		uint64_t n = npages - p < CHUNK ? npages - p : CHUNK;
+		for (uint64_t i = 0; i < n; i++)
+			bp_page_init(buf + i * BP_PAGE_SIZE, p + i);
+		size_t len = n * BP_PAGE_SIZE;
+		if (pwrite(fd, buf, len, (off_t)(p * BP_PAGE_SIZE)) != (ssize_t)len)
+			bp_die("ursa-bufpool: write %s: %s\n", path, strerror(errno));
+	}
+	if (fsync(fd))
+		bp_die("ursa-bufpool: fsync %s: %s\n", path, strerror(errno));
+	close(fd);
+	free(buf);
+}
+
+/* Open the data file for the run, creating it if it is missing or of
+ * another size. O_DIRECT unless buffered (or the file system refuses it). */
+static int open_file(const struct opts *o, const char *path, uint64_t npages, bool *direct)
+{
+	struct stat st;
+	if (o->recreate || stat(path, &st) || (uint64_t)st.st_size != npages * BP_PAGE_SIZE)
+		create_file(path, npages);
+	int fd = -1;
+	*direct = !o->buffered;
+	if (*direct) {
+		fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+		if (fd < 0 && errno == EINVAL) {
+			fprintf(stderr,
+				"ursa-bufpool: %s: the file system refuses O_DIRECT; "
+				"using the page cache\n",
+				path);
+			*direct = false;
+		}
+	}
+	if (fd < 0 && !*direct)
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		bp_die("ursa-bufpool: open %s: %s\n", path, strerror(errno));
+	return fd;
+}
+
+/* Read the whole file back: count pages that fail verification, sum the
+ * page counters. */
+static uint64_t scan_file(const struct bp_config *c, uint64_t *sum)
+{
+	enum { CHUNK = 128 };
+	unsigned char *buf = bp_alloc(4096, CHUNK * BP_PAGE_SIZE);
+	uint64_t bad = 0;
+	*sum = 0;
+	for (uint64_t p = 0; p < c->npages; p += CHUNK) {
+		uint64_t n = c->npages - p < CHUNK ? c->npages - p : CHUNK;
+		size_t len = n * BP_PAGE_SIZE;
+		if (pread(c->fd, buf, len, (off_t)(p * BP_PAGE_SIZE)) != (ssize_t)len)
+			bp_die("ursa-bufpool: reading the file back: %s\n", strerror(errno));
+		for (uint64_t i = 0; i < n; i++) {
+			const unsigned char *pg = buf + i * BP_PAGE_SIZE;
+			if (bp_page_verify(pg, p + i)) {
+				if (bad < 5)
+					fprintf(stderr,
+						"ursa-bufpool: page %llu fails verification\n",
+						(unsigned long long)(p + i));
+				bad++;
+			} else {
+				*sum += ((const struct bp_page_hdr *)(const void *)pg)->counter;
+			}
+		}
+	}
+	free(buf);
+	return bad;
+}
+
+/* ---- counting syscalls ------------------------------------------------------ */
+
+/*
+ * Exact syscall counts, when the kernel lets us: a perf counter on the
+ * raw_syscalls:sys_enter tracepoint, inherited by every thread the engine
+ * creates (read() of the parent event adds its children's counts). Needs
+ * tracefs mounted and perf permission (root, or perf_event_paranoid low
+ * enough); without them, only the syscalls the demo makes itself are
+ * counted (pread, pwrite, io_uring_enter), not the futex calls inside the
+ * lock libraries.
+ */
+static long tracepoint_id(void)
+{
+	static const char *const paths[] = {
+	    "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
+	    "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
+	};
+	for (unsigned i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		FILE *f = fopen(paths[i], "re");
+		long id;
+		if (!f)
+			continue;
+		int ok = fscanf(f, "%ld", &id) == 1;
+		fclose(f);
+		if (ok)
+			return id;
+	}
+	return -1;
+}
+
+static int syscall_counter_open(const char **why)
+{
+	long id = tracepoint_id();
+	if (id < 0) {
+		*why = "tracefs not mounted";
+		return -1;
+	}
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_TRACEPOINT;
+	a.size = sizeof(a);
+	a.config = (uint64_t)id;
+	a.inherit = 1;
+	a.sample_period = 0;
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		*why = errno == EACCES || errno == EPERM ? "no perf permission" : strerror(errno);
+	return fd;
+}
+
+static int64_t syscall_counter_read(int fd)
+{
+	uint64_t v;
+	if (fd < 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return -1;
+	return (int64_t)v;
+}
+
+/* ---- running an engine ------------------------------------------------------- */
+
+struct result {
+	bool ran;
+	const char *skip;
+	int os_threads;
+	struct bp_stats tot;
+	double secs; /* measured window */
+	double tps, p50_us, p99_us, max_us;
+	double cs_per_txn, cpu_us_per_txn, sys_per_txn, own_sys_per_txn;
+	double lock_waits_per_txn, io_waits_per_txn, hit_pct, writebacks_per_txn;
+	bool exact_sys;
+	uint64_t flushed;
+	bool consistent;
+	char why[160];
+};
+
+struct sample {
+	struct rusage ru0, ru1;
+	int perf_fd;
+	int64_t sys1;
+};
+
+static void on_joined(struct bp_run *r)
+{
+	struct sample *sm = r->priv;
+	getrusage(RUSAGE_SELF, &sm->ru1);
+	sm->sys1 = syscall_counter_read(sm->perf_fd);
+}
+
+static double tv_us(struct timeval a, struct timeval b)
+{
+	return (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_usec - a.tv_usec);
+}
+
+static void run_engine(int e, struct bp_config *c, uint64_t *baseline, struct result *res)
+{
+	struct sample sm = {.perf_fd = -1, .sys1 = -1};
+	const char *why = NULL;
+	sm.perf_fd = syscall_counter_open(&why);
+	struct bp_run r = {.cfg = c, .phase = BP_WARMUP, .joined = on_joined, .priv = &sm};
+
+	fprintf(stderr, "ursa-bufpool: %-12s %.1f s warm-up + %.1f s measured...\n",
+		engine_names[e], c->warmup, c->seconds);
+	getrusage(RUSAGE_SELF, &sm.ru0);
+	int64_t sys0 = syscall_counter_read(sm.perf_fd);
+	int rc = engine_fns[e](&r);
+	if (sm.perf_fd >= 0)
+		close(sm.perf_fd);
+	memset(res, 0, sizeof(*res));
+	if (r.skip) {
+		res->skip = r.skip;
+		fprintf(stderr, "ursa-bufpool: %s skipped: %s\n", engine_names[e], r.skip);
+		free(r.stats);
+		return;
+	}
+	if (rc)
+		bp_die("ursa-bufpool: engine %s failed\n", engine_names[e]);
+	res->ran = true;
+	res->os_threads = r.os_threads;
+	for (int i = 0; i < r.nstats; i++)
+		bp_stats_add(&res->tot, &r.stats[i]);
+	free(r.stats);
+
+	const struct bp_stats *t = &res->tot;
+	double n = t->commits ? (double)t->commits : 1;
+	res->secs = (double)(r.t_stop - r.t_measure) / 1e9;
+	res->tps = (double)t->win_commits / res->secs;
+	res->p50_us = bp_hist_quantile(t, 0.50) / 1e3;
+	res->p99_us = bp_hist_quantile(t, 0.99) / 1e3;
+	res->max_us = bp_hist_quantile(t, 1.0) / 1e3;
+	res->cs_per_txn =
+	    (double)(sm.ru1.ru_nvcsw - sm.ru0.ru_nvcsw + sm.ru1.ru_nivcsw - sm.ru0.ru_nivcsw) / n;
+	res->cpu_us_per_txn =
+	    (tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime)) / n;
+	res->exact_sys = sys0 >= 0 && sm.sys1 >= sys0;
+	res->sys_per_txn = res->exact_sys ? (double)(sm.sys1 - sys0) / n : 0;
+	res->own_sys_per_txn = (double)t->syscalls / n;
+	res->lock_waits_per_txn = (double)t->lock_waits / n;
+	res->io_waits_per_txn = (double)t->io_waits / n;
+	res->writebacks_per_txn = (double)t->writebacks / n;
+	res->hit_pct = t->accesses ? 100.0 * (1.0 - (double)t->misses / (double)t->accesses) : 0;
+	res->flushed = r.flushed;
+
+	/* The consistency check: the pool was flushed; read everything back. */
+	uint64_t sum, bad = scan_file(c, &sum);
+	uint64_t expect = *baseline + t->writes;
+	res->consistent = !bad && sum == expect && !t->bad_pages && !r.problems;
+	if (res->consistent)
+		snprintf(res->why, sizeof(res->why),
+			 "%llu pages verified; counters sum %llu = %llu before + %llu writes",
+			 (unsigned long long)c->npages, (unsigned long long)sum,
+			 (unsigned long long)*baseline, (unsigned long long)t->writes);
+	else
+		snprintf(res->why, sizeof(res->why),
+			 "%llu bad pages on disk, %llu bad page reads, %ld pool problems; counters "
+			 "sum %llu, expected %llu (%+lld)",
+			 (unsigned long long)bad, (unsigned long long)t->bad_pages, r.problems,
+			 (unsigned long long)sum, (unsigned long long)expect,
+			 (long long)(sum - expect));
+	*baseline = sum;
+}
+
+/* ---- the report ------------------------------------------------------------ */
+
+struct metric {
+	const char *csv, *unit;
+	double value;
+};
+
+static int metrics_of(const struct result *r, struct metric *m)
+{
+	int n = 0;
+	m[n++] = (struct metric){"txn_per_s", "txn/s", r->tps};
+	m[n++] = (struct metric){"p50_latency", "us", r->p50_us};
+	m[n++] = (struct metric){"p99_latency", "us", r->p99_us};
+	m[n++] = (struct metric){"max_latency", "us", r->max_us};
+	m[n++] = (struct metric){"ctx_switches_per_txn", "count", r->cs_per_txn};
+	m[n++] = (struct metric){"cpu_per_txn", "us", r->cpu_us_per_txn};
+	if (r->exact_sys)
+		m[n++] = (struct metric){"syscalls_per_txn", "count", r->sys_per_txn};
+	m[n++] = (struct metric){"own_syscalls_per_txn", "count", r->own_sys_per_txn};
+	m[n++] = (struct metric){"lock_waits_per_txn", "count", r->lock_waits_per_txn};
+	m[n++] = (struct metric){"io_waits_per_txn", "count", r->io_waits_per_txn};
+	m[n++] = (struct metric){"hit_ratio", "%", r->hit_pct};
+	m[n++] = (struct metric){"writebacks_per_txn", "count", r->writebacks_per_txn};
+	m[n++] = (struct metric){"committed", "txn", (double)r->tot.commits};
+	m[n++] = (struct metric){"consistent", "bool", r->consistent ? 1 : 0};
+	return n;
+}
+
+static void write_csv(const char *path, const struct result *res)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		bp_die("ursa-bufpool: %s: %s\n", path, strerror(errno));
+	fprintf(f, "scenario,impl,threads,metric,value,unit\n");
+	for (int e = 0; e < BP_NENGINES; e++) {
+		if (!res[e].ran)
+			continue;
+		struct metric m[16];
+		int n = metrics_of(&res[e], m);
+		for (int i = 0; i < n; i++)
+			fprintf(f, "bufpool,%s,%d,%s,%.6g,%s\n", engine_names[e], res[e].os_threads,
+				m[i].csv, m[i].value, m[i].unit);
+	}
+	if (fclose(f))
+		bp_die("ursa-bufpool: %s: %s\n", path, strerror(errno));
+	printf("CSV: %s\n", path);
+}
+
+static void write_plot(const char *png, const struct result *res, const char *title)
+{
+	FILE *g = popen("gnuplot 2>&1", "w");
+	if (!g) {
+		printf("plot: gnuplot could not be started\n");
+		return;
+	}
+	fprintf(g,
+		"set terminal pngcairo size 1000,420 noenhanced font ',10'\n"
+		"set output '%s'\n"
+		"set multiplot layout 1,2 title '%s'\n"
+		"set style data histograms\nset style fill solid 0.8 border -1\n"
+		"set boxwidth 0.6\nset grid ytics\nset yrange [0:*]\nunset key\n"
+		"$d << EOD\n",
+		png, title);
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (res[e].ran)
+			fprintf(g, "\"%s\" %.3f %.3f\n", engine_names[e], res[e].tps,
+				res[e].p99_us);
+	fprintf(g, "EOD\n"
+		   "set title 'throughput (transactions/s, higher is better)'\n"
+		   "plot $d using 2:xtic(1) linecolor rgb '#4477aa'\n"
+		   "set title 'p99 latency (us, lower is better)'\n"
+		   "plot $d using 3:xtic(1) linecolor rgb '#cc6677'\n"
+		   "unset multiplot\n");
+	int st = pclose(g);
+	if (st == 0)
+		printf("plot: %s\n", png);
+	else
+		printf("plot: not written (gnuplot missing or failed; exit status %d)\n",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void print_table(const struct result *res)
+{
+	const char *ex = "n/a";
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (res[e].ran && res[e].exact_sys)
+			ex = "kernel count";
+	printf("\n%-13s %4s %10s %9s %9s %8s %8s %9s %9s %8s %8s %6s  %s\n", "engine", "thr",
+	       "txn/s", "p50 us", "p99 us", "cs/txn", "cpu us", "sys/txn", "own sys", "lockw",
+	       "iowait", "hit %", "consistent");
+	for (int e = 0; e < BP_NENGINES; e++) {
+		const struct result *r = &res[e];
+		if (!r->ran) {
+			if (r->skip)
+				printf("%-13s skipped: %s\n", engine_names[e], r->skip);
+			continue;
+		}
+		char sys[32];
+		if (r->exact_sys)
+			snprintf(sys, sizeof(sys), "%.2f", r->sys_per_txn);
+		else
+			snprintf(sys, sizeof(sys), "-");
+		printf("%-13s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
+		       engine_names[e], r->os_threads, r->tps, r->p50_us, r->p99_us, r->cs_per_txn,
+		       r->cpu_us_per_txn, sys, r->own_sys_per_txn, r->lock_waits_per_txn,
+		       r->io_waits_per_txn, r->hit_pct, r->consistent ? "yes" : "NO");
+	}
+	printf("  per-transaction figures are over the whole run (warm-up and drain included);\n"
+	       "  txn/s and latencies over the measured window. sys/txn: every syscall of the\n"
+	       "  process (%s); own sys: the ones the demo makes itself (pread, pwrite,\n"
+	       "  io_uring_enter). lockw: lock acquisitions that had to wait; iowait: waits\n"
+	       "  for a page another worker was reading. cpu us: user+system CPU per txn.\n",
+	       ex);
+
+	const struct result *base = &res[BP_THREADS];
+	if (base->ran && base->tps > 0) {
+		for (int e = 1; e < BP_NENGINES; e++) {
+			const struct result *r = &res[e];
+			if (!r->ran)
+				continue;
+			printf("%s vs threads: %.2fx throughput, p99 %.2fx, context switches "
+			       "%.2fx, CPU per txn %.2fx\n",
+			       engine_names[e], r->tps / base->tps,
+			       base->p99_us > 0 ? r->p99_us / base->p99_us : 0,
+			       base->cs_per_txn > 0 ? r->cs_per_txn / base->cs_per_txn : 0,
+			       base->cpu_us_per_txn > 0 ? r->cpu_us_per_txn / base->cpu_us_per_txn
+							: 0);
+		}
+	}
+	printf("\nconsistency check (pool flushed, file read back):\n");
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (res[e].ran)
+			printf("  %-13s %s: %s\n", engine_names[e],
+			       res[e].consistent ? "OK" : "FAILED", res[e].why);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	parse_opts(&o, argc, argv);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	struct bp_config c = {
+	    .seconds = o.seconds,
+	    .warmup = o.warmup,
+	    .workers = o.workers,
+	    .loops = o.loops,
+	    .inflight = o.inflight,
+	    .txn_pages = o.txn_pages,
+	    .write_pct = o.write_pct,
+	    .theta = o.theta,
+	    .unsafe = o.unsafe,
+	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
+	};
+	c.nbufs = (uint32_t)(o.pool_pages > 0 ? (uint64_t)o.pool_pages : c.npages / 4);
+	if (c.nbufs < 16)
+		c.nbufs = 16;
+	if (c.nbufs > c.npages)
+		bp_die("ursa-bufpool: the pool (%u pages) must be smaller than the file (%llu)\n",
+		       c.nbufs, (unsigned long long)c.npages);
+	/* Each transaction pins at most two buffers at once (its page and a
+	 * victim); keep most of the pool unpinned so the sweep finds victims. */
+	uint64_t inflight =
+	    (uint64_t)(o.workers > o.loops * o.inflight ? o.workers : o.loops * o.inflight);
+	if (c.nbufs < 4 * inflight)
+		bp_die("ursa-bufpool: %u buffers is too small for %llu transactions in flight "
+		       "(need at least 4 per transaction)\n",
+		       c.nbufs, (unsigned long long)inflight);
+	c.nparts = 128; /* PostgreSQL's NUM_BUFFER_PARTITIONS */
+	bp_zipf_setup(&c);
+
+	char *path = data_path(&o);
+	c.fd = open_file(&o, path, c.npages, &c.direct);
+
+	const char *alloc = "glibc malloc";
+#ifdef HAVE_JEMALLOC
+	static char jbuf[64];
+	const char *jv = NULL;
+	size_t jsz = sizeof(jv);
+	if (mallctl("version", &jv, &jsz, NULL, 0) == 0 && jv) {
+		snprintf(jbuf, sizeof(jbuf), "jemalloc %s", jv);
+		alloc = jbuf;
+	}
+#endif
+	printf("ursa-bufpool: %s, %llu pages of %u KiB (%ld MiB), %s I/O\n", path,
+	       (unsigned long long)c.npages, BP_PAGE_SIZE / 1024, o.file_mb,
+	       c.direct ? "O_DIRECT" : "page-cache");
+	printf("  pool %u buffers (%.0f%% of the file), %u mapping partitions, clock sweep\n",
+	       c.nbufs, 100.0 * c.nbufs / (double)c.npages, c.nparts);
+	printf("  transactions: %d pages each, zipf theta %.2f, %d%% modify one page%s\n",
+	       c.txn_pages, c.theta, c.write_pct,
+	       c.unsafe ? "  [--unsafe-writes: writers take the page lock SHARED]" : "");
+	printf("  threads engines: %d threads; ring: %d loops x %d in flight; %d CPUs; %s\n",
+	       c.workers, c.loops, c.inflight, ncpus(), alloc);
+	printf("  %.1f s warm-up + %.1f s measured per engine\n", c.warmup, c.seconds);
+
+	uint64_t baseline;
+	uint64_t bad = scan_file(&c, &baseline);
+	if (bad)
+		bp_die("ursa-bufpool: %s has %llu invalid pages before the run; rerun with "
+		       "--recreate\n",
+		       path, (unsigned long long)bad);
+
+	struct result res[BP_NENGINES];
+	memset(res, 0, sizeof(res));
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (o.engine[e])
+			run_engine(e, &c, &baseline, &res[e]);
+
+	print_table(res);
+
+	bool all_ok = true;
+	int ran = 0;
+	for (int e = 0; e < BP_NENGINES; e++) {
+		ran += res[e].ran;
+		all_ok &= !res[e].ran || res[e].consistent;
+	}
+	if (o.csv && ran) {
+		write_csv(o.csv, res);
+		char *png = NULL;
+		if (o.plot)
+			png = strdup(o.plot);
+		else {
+			const char *dot = strrchr(o.csv, '.'), *slash = strrchr(o.csv, '/');
+			size_t stem =
+			    dot && (!slash || dot > slash) ? (size_t)(dot - o.csv) : strlen(o.csv);
+			if (asprintf(&png, "%.*s.png", (int)stem, o.csv) < 0)
+				png = NULL;
+		}
+		char title[200];
+		snprintf(
+		    title, sizeof(title),
+		    "ursa-bufpool: %llu pages, pool %u, zipf %.2f, %d%% writes, %s I/O, %d CPUs",
+		    (unsigned long long)c.npages, c.nbufs, c.theta, c.write_pct,
+		    c.direct ? "direct" : "buffered", ncpus());
+		if (png)
+			write_plot(png, res, title);
+		free(png);
+	} else if (o.plot && ran) {
+		write_plot(o.plot, res, "ursa-bufpool");
+	}
+	close(c.fd);
+	free(path);
+	if (!all_ok)
+		printf("\nCONSISTENCY CHECK FAILED\n");
+	return all_ok ? 0 : 1;
+}
