@@ -548,11 +548,8 @@ static int metrics_of(const struct result *r, struct metric *m)
 	return n;
 }
 
-static void write_csv(const char *path, const struct result *res)
+static void write_csv(FILE *f, const char *path, const struct result *res)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		bp_die("ursa-bufpool: %s: %s\n", path, strerror(errno));
 	fprintf(f, "scenario,impl,threads,metric,value,unit\n");
 	for (int e = 0; e < BP_NENGINES; e++) {
 		if (!res[e].ran)
@@ -682,14 +679,22 @@ int main(int argc, char **argv)
 		       c.nbufs, (unsigned long long)c.npages);
 	/* Each transaction pins at most two buffers at once (its page and a
 	 * victim); keep most of the pool unpinned so the sweep finds victims. */
-	uint64_t inflight =
-	    (uint64_t)(o.workers > o.loops * o.inflight ? o.workers : o.loops * o.inflight);
+	uint64_t inflight = 0;
+	if (o.engine[BP_THREADS] || o.engine[BP_THREADS_URSA])
+		inflight = (uint64_t)o.workers;
+	if (o.engine[BP_RING] && (uint64_t)o.loops * (uint64_t)o.inflight > inflight)
+		inflight = (uint64_t)o.loops * (uint64_t)o.inflight;
 	if (c.nbufs < 4 * inflight)
 		bp_die("ursa-bufpool: %u buffers is too small for %llu transactions in flight "
 		       "(need at least 4 per transaction)\n",
 		       c.nbufs, (unsigned long long)inflight);
 	c.nparts = 128; /* PostgreSQL's NUM_BUFFER_PARTITIONS */
 	bp_zipf_setup(&c);
+
+	/* Open the CSV now: a bad path should fail before the run, not after. */
+	FILE *csv = NULL;
+	if (o.csv && !(csv = fopen(o.csv, "w")))
+		bp_die("ursa-bufpool: %s: %s\n", o.csv, strerror(errno));
 
 	char *path = data_path(&o);
 	c.fd = open_file(&o, path, c.npages, &c.direct);
@@ -737,8 +742,8 @@ int main(int argc, char **argv)
 		ran += res[e].ran;
 		all_ok &= !res[e].ran || res[e].consistent;
 	}
-	if (o.csv && ran) {
-		write_csv(o.csv, res);
+	if (csv && ran) {
+		write_csv(csv, o.csv, res);
 		char *png = NULL;
 		if (o.plot)
 			png = strdup(o.plot);
@@ -761,6 +766,8 @@ int main(int argc, char **argv)
 	} else if (o.plot && ran) {
 		write_plot(o.plot, res, "ursa-bufpool");
 	}
+	if (csv && !ran)
+		fclose(csv);
 	close(c.fd);
 	free(path);
 	if (!all_ok)
