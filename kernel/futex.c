@@ -38,6 +38,11 @@ static inline long sys_ret(long r)
 	return r == -1 ? -errno : r;
 }
 
+/* syscall() reports through errno; ursa's callers never see errno change
+ * (include/ursa/common.h), so every entry point saves and restores it. */
+#define SAVE_ERRNO int saved_errno_ = errno
+#define RESTORE_ERRNO(r) (errno = saved_errno_, (r))
+
 static int legacy_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 		       const struct timespec *abs)
 {
@@ -47,8 +52,8 @@ static int legacy_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk
 	return (int)sys_ret(syscall(SYS_futex, uaddr, op, val, abs, NULL, FUTEX_BITSET_MATCH_ANY));
 }
 
-int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
-		      const struct timespec *abs)
+static int futex_wait_raw(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+			  const struct timespec *abs)
 {
 	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
 		long r = syscall(SYS_futex_wait, uaddr, (unsigned long)val,
@@ -63,7 +68,7 @@ int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 	return legacy_wait(uaddr, val, shared, clk, abs);
 }
 
-int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
+static int futex_wake_raw(uint32_t *uaddr, int n, bool shared)
 {
 	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
 		long r = syscall(SYS_futex_wake, uaddr, (unsigned long)FUTEX_BITSET_MATCH_ANY, n,
@@ -78,8 +83,8 @@ int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
 	return (int)sys_ret(syscall(SYS_futex, uaddr, op, n, NULL, NULL, FUTEX_BITSET_MATCH_ANY));
 }
 
-int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
-		       const struct timespec *abs)
+static int futex_waitv_raw(struct futex_waitv *v, unsigned n, clockid_t clk,
+			   const struct timespec *abs)
 {
 	if (__atomic_load_n(&have_waitv, __ATOMIC_RELAXED) < 0)
 		return -ENOSYS;
@@ -91,15 +96,37 @@ int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
 	return -errno;
 }
 
+int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+		      const struct timespec *abs)
+{
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs));
+}
+
+int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
+{
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared));
+}
+
+int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
+		       const struct timespec *abs)
+{
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(futex_waitv_raw(v, n, clk, abs));
+}
+
 bool ursa_k_have_futex2(void)
 {
 	int h = __atomic_load_n(&have_futex2, __ATOMIC_RELAXED);
 	if (h == 0) {
+		SAVE_ERRNO;
 		uint32_t dummy = 0;
 		/* Waking nobody on a private dummy word is harmless. */
 		h = syscall(SYS_futex_wake, &dummy, (unsigned long)FUTEX_BITSET_MATCH_ANY, 0,
 			    ursa_k_futex2_flags(false)) >= 0 || errno != ENOSYS ? 1 : -1;
 		__atomic_store_n(&have_futex2, h, __ATOMIC_RELAXED);
+		errno = saved_errno_;
 	}
 	return h > 0;
 }
@@ -109,8 +136,10 @@ bool ursa_k_have_futex_waitv(void)
 	int h = __atomic_load_n(&have_waitv, __ATOMIC_RELAXED);
 	if (h == 0) {
 		/* An empty vector: -EINVAL where the call exists, -ENOSYS where not. */
+		SAVE_ERRNO;
 		h = syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) >= 0 || errno != ENOSYS ? 1 : -1;
 		__atomic_store_n(&have_waitv, h, __ATOMIC_RELAXED);
+		errno = saved_errno_;
 	}
 	return h > 0;
 }
@@ -160,7 +189,10 @@ int ursa_k_private_ring_wait_prepare(void)
 	if (__atomic_compare_exchange_n(&phash_atfork, &zero, 1, false, __ATOMIC_RELAXED,
 					__ATOMIC_RELAXED))
 		pthread_atfork(NULL, NULL, phash_forget);
-	if (prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0) == 0) {
+	SAVE_ERRNO;
+	int slots = prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0);
+	errno = saved_errno_;
+	if (slots == 0) {
 		pthread_t t;
 		int e = pthread_create(&t, NULL, phash_nop, NULL);
 		if (e)

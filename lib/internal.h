@@ -159,5 +159,12 @@ typedef int (*ursa_step_fn)(void *obj, struct ursa_waiter *w, struct ursa_wait *
 typedef int (*ursa_abandon_fn)(void *obj, struct ursa_waiter *w);
 URSA_PRIVATE_FN int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
 				struct ursa_waiter *w, clockid_t clk, const struct timespec *abs);
+/* ursa__block with flags: URSA_BLOCK_EINTR ends the wait with -EINTR when a
+ * signal handler interrupts the sleep (after one last step; POSIX
+ * sem_wait semantics, for the pthread shim). */
+#define URSA_BLOCK_EINTR 0x1u
+URSA_PRIVATE_FN int ursa__block_flags(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
+				      struct ursa_waiter *w, clockid_t clk,
+				      const struct timespec *abs, unsigned flags);
 
 #endif

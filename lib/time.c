@@ -28,6 +28,13 @@ static int64_t ts_ns(const struct timespec *t)
 int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ursa_waiter *w,
 		clockid_t clk, const struct timespec *abs)
 {
+	return ursa__block_flags(obj, step, abandon, w, clk, abs, 0);
+}
+
+int ursa__block_flags(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
+		      struct ursa_waiter *w, clockid_t clk, const struct timespec *abs,
+		      unsigned flags)
+{
 	struct ursa_wait wt = {0};
 	for (;;) {
 		int r = step(obj, w, &wt);
@@ -56,13 +63,15 @@ int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ur
 		w->slept = 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */
-		if (r == -ETIMEDOUT) {
-			/* The word may have changed just as we timed out: one
-			 * last step, so a hand-off or a post is not stranded. */
+		if (r == -ETIMEDOUT || (r == -EINTR && (flags & URSA_BLOCK_EINTR))) {
+			/* The word may have changed just as we timed out or were
+			 * interrupted: one last step, so a hand-off or a post is
+			 * not stranded. */
+			int why = r;
 			r = step(obj, w, &wt);
 			if (r != URSA_STEP_WAIT)
 				return r;
-			return abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
+			return abandon(obj, w) == 1 ? 0 : why;
 		}
 		if (r < 0 && r != -EAGAIN && r != -EINTR)
 			return abandon(obj, w) == 1 ? 0 : r; /* -EFAULT: a caller bug */

@@ -13,10 +13,9 @@
  * handler interrupts it (a handler installed without SA_RESTART; with it the
  * kernel restarts the futex wait, exactly as under glibc). ursa_sem_wait
  * retries on EINTR by contract, and the public API has no interruptible
- * wait, so the blocking loop here is ursa__block (lib/time.c) with one
- * difference — -EINTR from the futex wait ends it — built on the semaphore's
- * step/abandon from lib/internal.h. (To fold into lib/time.c as an
- * interruptible variant of ursa__block; see lib/shim/README.md.)
+ * wait, so the blocking loop here is ursa__block_flags (lib/time.c) with
+ * URSA_BLOCK_EINTR — -EINTR from the futex wait ends it — on the semaphore's
+ * step/abandon from lib/internal.h.
  *
  * Cancellation: sem_wait, sem_timedwait and sem_clockwait act on a pending
  * request on entry; a thread already asleep acts on it at its next
@@ -126,33 +125,6 @@ static int sem_abandon(void *s, struct ursa_waiter *w)
 	return ursa__sem_abandon(s, w);
 }
 
-/* ursa__block, ended by -EINTR as well as by the deadline: after either,
- * one last step (a post that raced the interruption is taken, not
- * stranded), then abandon. Returns 0 or a positive errno. */
-static int block_interruptible(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
-			       clockid_t clk, const struct timespec *abs)
-{
-	struct ursa_waiter w = {0};
-	struct ursa_wait wt;
-	for (;;) {
-		int r = step(obj, &w, &wt);
-		if (r != URSA_STEP_WAIT)
-			return -r;
-		if (abs && ursa__deadline_passed(clk, abs))
-			return abandon(obj, &w) == 1 ? 0 : ETIMEDOUT;
-		r = ursa_k_futex_wait(wt.addr, wt.val, wt.shared, clk, abs);
-		w.slept = 1;
-		if (r == -ETIMEDOUT || r == -EINTR) {
-			int s = step(obj, &w, &wt);
-			if (s != URSA_STEP_WAIT)
-				return -s;
-			return abandon(obj, &w) == 1 ? 0 : -r;
-		}
-		if (r < 0 && r != -EAGAIN)
-			return abandon(obj, &w) == 1 ? 0 : -r;
-	}
-}
-
 static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk,
 					       const struct timespec *abs)
 {
@@ -164,7 +136,8 @@ static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk
 		ursa_cpu_relax();
 	}
 	SHIM_SAVE_ERRNO;
-	int r = block_interruptible(&s->s, sem_step, sem_abandon, clk, abs);
+	struct ursa_waiter w = {0};
+	int r = -ursa__block_flags(&s->s, sem_step, sem_abandon, &w, clk, abs, URSA_BLOCK_EINTR);
 	SHIM_RESTORE_ERRNO;
 	if (r == EINTR)
 		shim_count(ST_SEM_EINTR);
