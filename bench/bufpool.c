@@ -43,6 +43,7 @@ struct opts {
 	bool any_engine;
 	double seconds;
 	double warmup;
+	int rounds;
 	int workers, loops, inflight, txn_pages, write_pct;
 	double theta;
 	long pool_pages;
@@ -61,7 +62,8 @@ static void usage(FILE *f)
 	       "a pool smaller than the file, run by three engines; then a consistency check.\n"
 	       "  --engine NAME     threads | threads-ursa | ring | all (repeatable; default all)\n"
 	       "  --seconds N       measured seconds per engine (default 15; --quick: 3)\n"
-	       "  --warmup N        unmeasured seconds before (default seconds/10, 0.3..1.5)\n"
+	       "  --rounds N        split them in N rounds, engines interleaved (default 3)\n"
+	       "  --warmup N        unmeasured seconds before each round (default 0.5)\n"
 	       "  --quick           a few seconds per engine\n"
 	       "  --workers N       threads engines: threads (default 4 x CPUs)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
@@ -132,7 +134,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_CSV,
 		O_PLOT,
 		O_UNSAFE,
-		O_HELP
+		O_HELP,
+		O_ROUNDS
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -154,11 +157,13 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"plot", required_argument, 0, O_PLOT},
 	    {"unsafe-writes", no_argument, 0, O_UNSAFE},
 	    {"help", no_argument, 0, O_HELP},
+	    {"rounds", required_argument, 0, O_ROUNDS},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
 	*o = (struct opts){.seconds = -1,
 			   .warmup = -1,
+			   .rounds = 3,
 			   .workers = 4 * cpus,
 			   .loops = cpus,
 			   .inflight = 32,
@@ -177,15 +182,17 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 					found = true;
 				}
 			if (!found)
-				bp_die("ursa-bufpool: unknown engine '%s' (threads, threads-ursa, "
-				       "ring, "
-				       "all)\n",
+				bp_die("ursa-bufpool: unknown engine '%s' (threads, "
+				       "threads-ursa, ring, all)\n",
 				       optarg);
 			o->any_engine = true;
 			break;
 		}
 		case O_SECONDS:
 			o->seconds = parse_double(optarg, "--seconds", 0.1, 86400);
+			break;
+		case O_ROUNDS:
+			o->rounds = (int)parse_long(optarg, "--rounds", 1, 100);
 			break;
 		case O_WARMUP:
 			o->warmup = parse_double(optarg, "--warmup", 0, 3600);
@@ -253,10 +260,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			o->engine[e] = true;
 	if (o->seconds < 0)
 		o->seconds = o->quick ? 3 : 15;
-	if (o->warmup < 0) {
-		o->warmup = o->seconds / 10;
-		o->warmup = o->warmup < 0.3 ? 0.3 : o->warmup > 1.5 ? 1.5 : o->warmup;
-	}
+	if (o->warmup < 0)
+		o->warmup = o->quick ? 0.3 : 0.5;
 }
 
 /* ---- the data file --------------------------------------------------------- */
@@ -419,19 +424,31 @@ static int64_t syscall_counter_read(int fd)
 
 /* ---- running an engine ------------------------------------------------------- */
 
+/*
+ * One engine's results, summed over its rounds. The engines run in
+ * interleaved rounds (threads, threads-ursa, ring, threads, ...) so that a
+ * change in the machine's load during the run (it may be shared) biases
+ * no engine in particular; every round starts a cold pool and ends with the
+ * consistency check.
+ */
 struct result {
 	bool ran;
 	const char *skip;
 	int os_threads;
+	int rounds;
 	struct bp_stats tot;
-	double secs; /* measured window */
+	double secs;		 /* measured windows, summed */
+	double tps_min, tps_max; /* over the rounds */
+	double csw, cpu_us;	 /* context switches, CPU time, summed */
+	int64_t sys;		 /* kernel syscall count, summed */
+	bool exact_sys;		 /* every round had the kernel count */
+	uint64_t scanned, flushed;
+	bool consistent; /* every round's check passed */
+	char why[200];	 /* the first failure, or the last success */
+	/* derived by finish_result() */
 	double tps, p50_us, p99_us, max_us;
 	double cs_per_txn, cpu_us_per_txn, sys_per_txn, own_sys_per_txn;
 	double lock_waits_per_txn, io_waits_per_txn, hit_pct, writebacks_per_txn;
-	bool exact_sys;
-	uint64_t flushed;
-	bool consistent;
-	char why[160];
 };
 
 struct sample {
@@ -452,21 +469,23 @@ static double tv_us(struct timeval a, struct timeval b)
 	return (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_usec - a.tv_usec);
 }
 
-static void run_engine(int e, struct bp_config *c, uint64_t *baseline, struct result *res)
+/* Run engine e once (one round), add what it measured to *res, and check
+ * the file. *baseline: the page counters' sum before; updated. */
+static void run_round(int e, int round, const struct bp_config *c, uint64_t *baseline,
+		      struct result *res)
 {
 	struct sample sm = {.perf_fd = -1, .sys1 = -1};
 	const char *why = NULL;
 	sm.perf_fd = syscall_counter_open(&why);
 	struct bp_run r = {.cfg = c, .phase = BP_WARMUP, .joined = on_joined, .priv = &sm};
 
-	fprintf(stderr, "ursa-bufpool: %-12s %.1f s warm-up + %.1f s measured...\n",
-		engine_names[e], c->warmup, c->seconds);
+	fprintf(stderr, "ursa-bufpool: round %d/%d %-12s %.1f s warm-up + %.1f s measured\n",
+		round + 1, res->rounds, engine_names[e], c->warmup, c->seconds);
 	getrusage(RUSAGE_SELF, &sm.ru0);
 	int64_t sys0 = syscall_counter_read(sm.perf_fd);
 	int rc = engine_fns[e](&r);
 	if (sm.perf_fd >= 0)
 		close(sm.perf_fd);
-	memset(res, 0, sizeof(*res));
 	if (r.skip) {
 		res->skip = r.skip;
 		fprintf(stderr, "ursa-bufpool: %s skipped: %s\n", engine_names[e], r.skip);
@@ -475,49 +494,71 @@ static void run_engine(int e, struct bp_config *c, uint64_t *baseline, struct re
 	}
 	if (rc)
 		bp_die("ursa-bufpool: engine %s failed\n", engine_names[e]);
-	res->ran = true;
-	res->os_threads = r.os_threads;
-	for (int i = 0; i < r.nstats; i++)
-		bp_stats_add(&res->tot, &r.stats[i]);
-	free(r.stats);
 
+	struct bp_stats t = {0};
+	for (int i = 0; i < r.nstats; i++)
+		bp_stats_add(&t, &r.stats[i]);
+	free(r.stats);
+	double secs = (double)(r.t_stop - r.t_measure) / 1e9, tps = (double)t.win_commits / secs;
+	if (!res->ran) {
+		res->ran = true;
+		res->consistent = true;
+		res->exact_sys = true;
+		res->tps_min = res->tps_max = tps;
+	}
+	res->os_threads = r.os_threads;
+	bp_stats_add(&res->tot, &t);
+	res->secs += secs;
+	res->tps_min = tps < res->tps_min ? tps : res->tps_min;
+	res->tps_max = tps > res->tps_max ? tps : res->tps_max;
+	res->csw +=
+	    (double)(sm.ru1.ru_nvcsw - sm.ru0.ru_nvcsw + sm.ru1.ru_nivcsw - sm.ru0.ru_nivcsw);
+	res->cpu_us +=
+	    tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime);
+	if (sys0 >= 0 && sm.sys1 >= sys0)
+		res->sys += sm.sys1 - sys0;
+	else
+		res->exact_sys = false;
+	res->flushed += r.flushed;
+
+	/* The consistency check: the pool was flushed; read everything back. */
+	uint64_t sum, bad = scan_file(c, &sum);
+	uint64_t expect = *baseline + t.writes;
+	bool ok = !bad && sum == expect && !t.bad_pages && !r.problems;
+	res->scanned += c->npages;
+	if (ok && res->consistent)
+		snprintf(res->why, sizeof(res->why),
+			 "%d round(s): after each, all %llu pages pass their checksum and the "
+			 "counters sum to the one before plus the writes committed (%llu in all)",
+			 round + 1, (unsigned long long)c->npages,
+			 (unsigned long long)(res->tot.writes));
+	else if (!ok && res->consistent)
+		snprintf(
+		    res->why, sizeof(res->why),
+		    "round %d: %llu bad pages on disk, %llu bad page reads, %ld pool problems; "
+		    "counters sum %llu, expected %llu (%+lld)",
+		    round + 1, (unsigned long long)bad, (unsigned long long)t.bad_pages, r.problems,
+		    (unsigned long long)sum, (unsigned long long)expect, (long long)(sum - expect));
+	res->consistent &= ok;
+	*baseline = sum;
+}
+
+static void finish_result(struct result *res)
+{
 	const struct bp_stats *t = &res->tot;
 	double n = t->commits ? (double)t->commits : 1;
-	res->secs = (double)(r.t_stop - r.t_measure) / 1e9;
-	res->tps = (double)t->win_commits / res->secs;
+	res->tps = res->secs > 0 ? (double)t->win_commits / res->secs : 0;
 	res->p50_us = bp_hist_quantile(t, 0.50) / 1e3;
 	res->p99_us = bp_hist_quantile(t, 0.99) / 1e3;
 	res->max_us = bp_hist_quantile(t, 1.0) / 1e3;
-	res->cs_per_txn =
-	    (double)(sm.ru1.ru_nvcsw - sm.ru0.ru_nvcsw + sm.ru1.ru_nivcsw - sm.ru0.ru_nivcsw) / n;
-	res->cpu_us_per_txn =
-	    (tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime)) / n;
-	res->exact_sys = sys0 >= 0 && sm.sys1 >= sys0;
-	res->sys_per_txn = res->exact_sys ? (double)(sm.sys1 - sys0) / n : 0;
+	res->cs_per_txn = res->csw / n;
+	res->cpu_us_per_txn = res->cpu_us / n;
+	res->sys_per_txn = res->exact_sys ? (double)res->sys / n : 0;
 	res->own_sys_per_txn = (double)t->syscalls / n;
 	res->lock_waits_per_txn = (double)t->lock_waits / n;
 	res->io_waits_per_txn = (double)t->io_waits / n;
 	res->writebacks_per_txn = (double)t->writebacks / n;
 	res->hit_pct = t->accesses ? 100.0 * (1.0 - (double)t->misses / (double)t->accesses) : 0;
-	res->flushed = r.flushed;
-
-	/* The consistency check: the pool was flushed; read everything back. */
-	uint64_t sum, bad = scan_file(c, &sum);
-	uint64_t expect = *baseline + t->writes;
-	res->consistent = !bad && sum == expect && !t->bad_pages && !r.problems;
-	if (res->consistent)
-		snprintf(res->why, sizeof(res->why),
-			 "%llu pages verified; counters sum %llu = %llu before + %llu writes",
-			 (unsigned long long)c->npages, (unsigned long long)sum,
-			 (unsigned long long)*baseline, (unsigned long long)t->writes);
-	else
-		snprintf(res->why, sizeof(res->why),
-			 "%llu bad pages on disk, %llu bad page reads, %ld pool problems; counters "
-			 "sum %llu, expected %llu (%+lld)",
-			 (unsigned long long)bad, (unsigned long long)t->bad_pages, r.problems,
-			 (unsigned long long)sum, (unsigned long long)expect,
-			 (long long)(sum - expect));
-	*baseline = sum;
 }
 
 /* ---- the report ------------------------------------------------------------ */
@@ -531,6 +572,8 @@ static int metrics_of(const struct result *r, struct metric *m)
 {
 	int n = 0;
 	m[n++] = (struct metric){"txn_per_s", "txn/s", r->tps};
+	m[n++] = (struct metric){"txn_per_s_min_round", "txn/s", r->tps_min};
+	m[n++] = (struct metric){"txn_per_s_max_round", "txn/s", r->tps_max};
 	m[n++] = (struct metric){"p50_latency", "us", r->p50_us};
 	m[n++] = (struct metric){"p99_latency", "us", r->p99_us};
 	m[n++] = (struct metric){"max_latency", "us", r->max_us};
@@ -554,7 +597,7 @@ static void write_csv(FILE *f, const char *path, const struct result *res)
 	for (int e = 0; e < BP_NENGINES; e++) {
 		if (!res[e].ran)
 			continue;
-		struct metric m[16];
+		struct metric m[20];
 		int n = metrics_of(&res[e], m);
 		for (int i = 0; i < n; i++)
 			fprintf(f, "bufpool,%s,%d,%s,%.6g,%s\n", engine_names[e], res[e].os_threads,
@@ -624,8 +667,13 @@ static void print_table(const struct result *res)
 		       r->cpu_us_per_txn, sys, r->own_sys_per_txn, r->lock_waits_per_txn,
 		       r->io_waits_per_txn, r->hit_pct, r->consistent ? "yes" : "NO");
 	}
-	printf("  per-transaction figures are over the whole run (warm-up and drain included);\n"
-	       "  txn/s and latencies over the measured window. sys/txn: every syscall of the\n"
+	printf("  txn/s over the rounds (per round:");
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (res[e].ran)
+			printf(" %s %.0f..%.0f", engine_names[e], res[e].tps_min, res[e].tps_max);
+	printf(")\n");
+	printf("  per-transaction figures are over whole rounds (warm-up and drain included);\n"
+	       "  txn/s and latencies over the measured windows. sys/txn: every syscall of the\n"
 	       "  process (%s); own sys: the ones the demo makes itself (pread, pwrite,\n"
 	       "  io_uring_enter). lockw: lock acquisitions that had to wait; iowait: waits\n"
 	       "  for a page another worker was reading. cpu us: user+system CPU per txn.\n",
@@ -660,7 +708,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	struct bp_config c = {
-	    .seconds = o.seconds,
+	    .seconds = o.seconds / o.rounds,
 	    .warmup = o.warmup,
 	    .workers = o.workers,
 	    .loops = o.loops,
@@ -719,7 +767,8 @@ int main(int argc, char **argv)
 	       c.unsafe ? "  [--unsafe-writes: writers take the page lock SHARED]" : "");
 	printf("  threads engines: %d threads; ring: %d loops x %d in flight; %d CPUs; %s\n",
 	       c.workers, c.loops, c.inflight, ncpus(), alloc);
-	printf("  %.1f s warm-up + %.1f s measured per engine\n", c.warmup, c.seconds);
+	printf("  per engine: %d rounds of %.1f s warm-up + %.1f s measured, engines interleaved\n",
+	       o.rounds, c.warmup, c.seconds);
 
 	uint64_t baseline;
 	uint64_t bad = scan_file(&c, &baseline);
@@ -730,9 +779,15 @@ int main(int argc, char **argv)
 
 	struct result res[BP_NENGINES];
 	memset(res, 0, sizeof(res));
+	for (int k = 0; k < o.rounds; k++)
+		for (int e = 0; e < BP_NENGINES; e++)
+			if (o.engine[e] && !res[e].skip) {
+				res[e].rounds = o.rounds;
+				run_round(e, k, &c, &baseline, &res[e]);
+			}
 	for (int e = 0; e < BP_NENGINES; e++)
-		if (o.engine[e])
-			run_engine(e, &c, &baseline, &res[e]);
+		if (res[e].ran)
+			finish_result(&res[e]);
 
 	print_table(res);
 
