@@ -435,6 +435,7 @@ struct result {
 	bool ran;
 	const char *skip;
 	int os_threads;
+	int inflight; /* transactions in flight at once: threads, or loops x inflight */
 	int rounds;
 	struct bp_stats tot;
 	double secs;		 /* measured windows, summed */
@@ -587,6 +588,7 @@ static int metrics_of(const struct result *r, struct metric *m)
 	m[n++] = (struct metric){"hit_ratio", "%", r->hit_pct};
 	m[n++] = (struct metric){"writebacks_per_txn", "count", r->writebacks_per_txn};
 	m[n++] = (struct metric){"committed", "txn", (double)r->tot.commits};
+	m[n++] = (struct metric){"in_flight", "txn", (double)r->inflight};
 	m[n++] = (struct metric){"consistent", "bool", r->consistent ? 1 : 0};
 	return n;
 }
@@ -616,7 +618,8 @@ static void write_plot(const char *png, const struct result *res, const char *ti
 		return;
 	}
 	fprintf(g,
-		"set terminal pngcairo size 1000,420 noenhanced font ',10'\n"
+		"set terminal pngcairo size 1000,450 noenhanced font ',10'\n"
+		"set bmargin 4\n"
 		"set output '%s'\n"
 		"set multiplot layout 1,2 title '%s'\n"
 		"set style data histograms\nset style fill solid 0.8 border -1\n"
@@ -625,13 +628,14 @@ static void write_plot(const char *png, const struct result *res, const char *ti
 		png, title);
 	for (int e = 0; e < BP_NENGINES; e++)
 		if (res[e].ran)
-			fprintf(g, "\"%s\" %.3f %.3f\n", engine_names[e], res[e].tps,
-				res[e].p99_us);
+			fprintf(g, "\"%s\" %.3f %.3f \"%d in flight\"\n", engine_names[e],
+				res[e].tps, res[e].p99_us, res[e].inflight);
 	fprintf(g, "EOD\n"
 		   "set title 'throughput (transactions/s, higher is better)'\n"
-		   "plot $d using 2:xtic(1) linecolor rgb '#4477aa'\n"
+		   "lbl(x) = stringcolumn(1).\"\\n\".stringcolumn(4)\n"
+		   "plot $d using 2:xtic(lbl(0)) linecolor rgb '#4477aa'\n"
 		   "set title 'p99 latency (us, lower is better)'\n"
-		   "plot $d using 3:xtic(1) linecolor rgb '#cc6677'\n"
+		   "plot $d using 3:xtic(lbl(0)) linecolor rgb '#cc6677'\n"
 		   "unset multiplot\n");
 	int st = pclose(g);
 	if (st == 0)
@@ -783,6 +787,7 @@ int main(int argc, char **argv)
 		for (int e = 0; e < BP_NENGINES; e++)
 			if (o.engine[e] && !res[e].skip) {
 				res[e].rounds = o.rounds;
+				res[e].inflight = e == BP_RING ? o.loops * o.inflight : o.workers;
 				run_round(e, k, &c, &baseline, &res[e]);
 			}
 	for (int e = 0; e < BP_NENGINES; e++)
