@@ -30,3 +30,22 @@ check-tsan:
 	@$(MAKE) $(AM_MAKEFLAGS) -C '$(TSAN_BUILDDIR)' lib/libursa.la tests/tsan/tsan_driver
 	cd '$(TSAN_BUILDDIR)' && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
 	  $(SHELL) '$(abs_top_srcdir)/tests/tsan/run-driver.sh' $(TSAN_DRIVER_ARGS)
+
+# ---- spin models of the word protocols (skips, exit 77, without spin) -----
+TESTS += tests/models/run.sh
+EXTRA_DIST += tests/models/run.sh tests/models/futex.pml tests/models/mutex.pml \
+	tests/models/rwlock.pml tests/models/cond.pml tests/models/sem.pml \
+	tests/models/event.pml tests/models/waitq.pml
+# The larger bounds (minutes, gigabytes): not part of make check.
+check-models-deep:
+	$(SHELL) '$(abs_top_srcdir)/tests/models/run.sh' --deep
+
+# ---- fault injection (Criterion) -------------------------------------------
+if HAVE_CRITERION
+FAULT_TESTS = tests/fault/signals
+check_PROGRAMS += $(FAULT_TESTS)
+TESTS += $(FAULT_TESTS)
+tests_fault_signals_SOURCES = tests/fault/signals.c
+tests_fault_signals_CFLAGS = $(TEST_CFLAGS)
+tests_fault_signals_LDADD = $(TEST_LIBS)
+endif

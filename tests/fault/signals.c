@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/fault/signals.c — signal storms at every waiting thread.
+ *
+ * A storm thread sends SIGUSR1 to every worker thread every ~20 us
+ * (pthread_kill; timer slack set to 1 ns so the interval is real) while
+ * the workers hammer one primitive. The handler only counts. Run with and
+ * without SA_RESTART: a futex wait interrupted by a handler returns -EINTR
+ * either way (futex(2) is never restarted after a handler), so ursa must
+ * absorb it. The contract being checked: no blocking ursa call returns
+ * -EINTR or any other spurious error, a deadline far in the future never
+ * reports -ETIMEDOUT, and nothing is lost (mutual exclusion, counts
+ * conserved, every waiter released).
+ */
+#include "tests/helpers.h"
+
+#include <criterion/parameterized.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+TestSuite(fault_signals, .timeout = 60);
+
+#define NW 4
+
+enum prim { P_MUTEX, P_RWLOCK, P_COND, P_SEM, P_EVENT, P_WAITQ, P_WAIT_ANY, P_COUNT };
+static const char *const prim_name[] = {"mutex", "rwlock", "cond", "sem", "event", "waitq",
+					"wait_any"};
+
+struct storm_param {
+	enum prim prim;
+	int restart; /* SA_RESTART or 0 */
+	unsigned flags;
+};
+
+static atomic_long handled;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_fetch_add_explicit(&handled, 1, memory_order_relaxed);
+}
+
+struct storm {
+	pthread_t tids[NW + 1];
+	int n;
+	atomic_bool stop;
+	atomic_long sent;
+};
+
+static void *storm_fn(void *arg)
+{
+	struct storm *s = arg;
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	struct timespec iv = {0, 20 * 1000};
+	while (!atomic_load(&s->stop)) {
+		for (int i = 0; i < s->n; i++)
+			if (pthread_kill(s->tids[i], SIGUSR1) == 0)
+				atomic_fetch_add(&s->sent, 1);
+		nanosleep(&iv, NULL);
+	}
+	return NULL;
+}
+
+/* A deadline that will not pass during the test: -ETIMEDOUT from it would
+ * be a spurious error. */
+static struct timespec far(void)
+{
+	return t_deadline(CLOCK_MONOTONIC, 60 * 1000);
+}
+
+/* ---- the workloads ------------------------------------------------------ */
+
+struct ctx {
+	unsigned flags;
+	int iters;
+	atomic_int inside;
+	long counter; /* protected */
+	ursa_mutex_t m;
+	ursa_rwlock_t l;
+	ursa_cond_t c;
+	ursa_sem_t s;
+	ursa_event_t e;
+	ursa_waitq_t *q;
+	int items, produced, consumed; /* cond, under m */
+	atomic_int done_waiters;
+	atomic_long flushed;
+};
+
+struct warg {
+	struct ctx *c;
+	int id;
+};
+
+/* The critical section yields now and then, so that the others find the
+ * object taken and really go to sleep (where the signals hit them). */
+static void cs(struct ctx *c)
+{
+	cr_assert_eq(atomic_fetch_add(&c->inside, 1), 0, "two holders");
+	if ((++c->counter & 7) == 0)
+		sched_yield();
+	atomic_fetch_sub(&c->inside, 1);
+}
+
+static atomic_bool go;
+
+/* Workers start once the storm is blowing. */
+static void wait_go(void)
+{
+	while (!atomic_load(&go))
+		sched_yield();
+}
+
+static void *w_mutex(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	for (int i = 0; i < c->iters; i++) {
+		int r;
+		if (i & 1) {
+			struct timespec ts = far();
+			r = ursa_mutex_timedlock(&c->m, CLOCK_MONOTONIC, &ts);
+		} else {
+			r = ursa_mutex_lock(&c->m);
+		}
+		cr_assert_eq(r, 0, "mutex lock under signals: %d", r);
+		cs(c);
+		cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+	}
+	return NULL;
+}
+
+static void *w_rwlock(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	struct timespec ts = far();
+	for (int i = 0; i < c->iters; i++) {
+		if (a->id < 2) {
+			int r = (i & 1) ? ursa_rwlock_timedwrlock(&c->l, CLOCK_MONOTONIC, &ts)
+					: ursa_rwlock_wrlock(&c->l);
+			cr_assert_eq(r, 0, "wrlock under signals: %d", r);
+			cs(c);
+			cr_assert_eq(ursa_rwlock_wrunlock(&c->l), 0);
+		} else {
+			int r = (i & 1) ? ursa_rwlock_timedrdlock(&c->l, CLOCK_MONOTONIC, &ts)
+					: ursa_rwlock_rdlock(&c->l);
+			cr_assert_eq(r, 0, "rdlock under signals: %d", r);
+			cr_assert_eq(atomic_load(&c->inside), 0, "reader with a writer inside");
+			cr_assert_eq(ursa_rwlock_rdunlock(&c->l), 0);
+		}
+	}
+	return NULL;
+}
+
+/* Two producers, two consumers, a one-slot "buffer" (items). */
+static void *w_cond(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	struct timespec ts = far();
+	int total = 2 * c->iters;
+	cr_assert_eq(ursa_mutex_lock(&c->m), 0);
+	if (a->id < 2) {
+		for (int i = 0; i < c->iters; i++) {
+			while (c->items > 0) {
+				int r = (i & 1) ? ursa_cond_timedwait(&c->c, &c->m, CLOCK_MONOTONIC, &ts)
+						: ursa_cond_wait(&c->c, &c->m);
+				cr_assert_eq(r, 0, "cond wait under signals: %d", r);
+			}
+			c->items++;
+			c->produced++;
+			cr_assert_eq(ursa_cond_broadcast(&c->c), 0);
+		}
+	} else {
+		for (;;) {
+			while (c->items == 0 && c->consumed < total) {
+				int r = (c->consumed & 1)
+						? ursa_cond_timedwait(&c->c, &c->m, CLOCK_MONOTONIC, &ts)
+						: ursa_cond_wait(&c->c, &c->m);
+				cr_assert_eq(r, 0, "cond wait under signals: %d", r);
+			}
+			if (c->consumed == total)
+				break;
+			c->items--;
+			c->consumed++;
+			cr_assert_eq(ursa_cond_broadcast(&c->c), 0);
+		}
+	}
+	cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+	return NULL;
+}
+
+/* Two posters, two waiters; the waiters take exactly what was posted. */
+static void *w_sem(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	struct timespec ts = far();
+	for (int i = 0; i < c->iters; i++) {
+		if (a->id < 2) {
+			cr_assert_eq(ursa_sem_post(&c->s), 0);
+			if (i % 16 == 0)
+				sched_yield();
+		} else {
+			int r = (i & 1) ? ursa_sem_timedwait(&c->s, CLOCK_MONOTONIC, &ts)
+					: ursa_sem_wait(&c->s);
+			cr_assert_eq(r, 0, "sem wait under signals: %d", r);
+			atomic_fetch_add(&c->done_waiters, 1);
+		}
+	}
+	return NULL;
+}
+
+/* Auto-reset event as a token: wait, work alone, set. */
+static void *w_event(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	struct timespec ts = far();
+	for (int i = 0; i < c->iters; i++) {
+		int r = (i & 1) ? ursa_event_timedwait(&c->e, CLOCK_MONOTONIC, &ts)
+				: ursa_event_wait(&c->e);
+		cr_assert_eq(r, 0, "event wait under signals: %d", r);
+		cs(c);
+		cr_assert_eq(ursa_event_set(&c->e), 0);
+	}
+	return NULL;
+}
+
+/* Waiters 1..3 wait for `flushed` to pass their targets; waiter 0 wakes. */
+static void *w_waitq(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	if (a->id == 0) {
+		while (atomic_load(&c->done_waiters) < NW - 1) {
+			atomic_fetch_add(&c->flushed, 1);
+			cr_assert_geq(ursa_waitq_wake_upto(c->q, (uint64_t)atomic_load(&c->flushed),
+							   NULL),
+				      0);
+			sched_yield();
+		}
+		return NULL;
+	}
+	uint32_t slot = (uint32_t)a->id;
+	for (long t = 1; t <= c->iters; t++) {
+		while (atomic_load(&c->flushed) < t) {
+			cr_assert_eq(ursa_waitq_prepare(c->q, slot, (uint64_t)t), 0);
+			if (atomic_load(&c->flushed) >= t) {
+				int r = ursa_waitq_cancel(c->q, slot);
+				cr_assert(r == 0 || r == 1);
+				break;
+			}
+			struct timespec ts = far();
+			int r = ursa_waitq_wait(c->q, slot, CLOCK_MONOTONIC, (t & 1) ? &ts : NULL);
+			cr_assert_eq(r, 0, "waitq wait under signals: %d", r);
+		}
+	}
+	atomic_fetch_add(&c->done_waiters, 1);
+	return NULL;
+}
+
+/* wait_any over {sem, mutex}: units are posted by waiter 0, which also
+ * holds the mutex in bursts. */
+static void *w_wait_any(void *arg)
+{
+	struct warg *a = arg;
+	struct ctx *c = a->c;
+	wait_go();
+	if (a->id == 0) {
+		for (int i = 0; i < c->iters * (NW - 1); i++) {
+			if (i % 4 == 0)
+				cr_assert_eq(ursa_mutex_lock(&c->m), 0);
+			cr_assert_eq(ursa_sem_post(&c->s), 0);
+			sched_yield(); /* let the waiters drain it and sleep */
+			if (i % 4 == 3)
+				cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+		}
+		if ((c->iters * (NW - 1)) % 4 != 0)
+			cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+		return NULL;
+	}
+	ursa_waitable_t v[2] = {{URSA_WAIT_SEM, &c->s}, {URSA_WAIT_MUTEX, &c->m}};
+	int got = 0;
+	while (got < c->iters) {
+		struct timespec ts = far();
+		int r = ursa_wait_any(v, 2, CLOCK_MONOTONIC, (got & 1) ? &ts : NULL);
+		cr_assert(r == 0 || r == 1, "wait_any under signals: %d", r);
+		if (r == 1)
+			cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+		else
+			got++;
+	}
+	return NULL;
+}
+
+static void *(*const workers[P_COUNT])(void *) = {w_mutex, w_rwlock, w_cond,	 w_sem,
+						   w_event, w_waitq,	w_wait_any};
+
+static void run_storm(struct storm_param *p)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = p->restart;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+
+	static struct ctx c;
+	memset(&c, 0, sizeof(c));
+	c.flags = p->flags;
+	c.iters = 3000;
+	cr_assert_eq(ursa_mutex_init(&c.m, p->flags), 0);
+	cr_assert_eq(ursa_rwlock_init(&c.l, p->flags), 0);
+	cr_assert_eq(ursa_cond_init(&c.c, p->flags), 0);
+	cr_assert_eq(ursa_sem_init(&c.s, 0, p->flags), 0);
+	cr_assert_eq(ursa_event_init(&c.e, p->flags | URSA_EVENT_AUTO_RESET), 0);
+	cr_assert_eq(ursa_event_set(&c.e), 0);
+	size_t sz = ursa_waitq_size(NW);
+	c.q = aligned_alloc(8, (sz + 7) & ~(size_t)7);
+	cr_assert_eq(ursa_waitq_init(c.q, NW, p->flags), 0);
+	if (p->prim == P_WAIT_ANY) {
+		struct timespec past = {0, 0};
+		ursa_waitable_t v = {URSA_WAIT_SEM, &c.s};
+		if (ursa_wait_any(&v, 1, CLOCK_MONOTONIC, &past) == -ENOSYS)
+			cr_skip_test("kernel lacks futex_waitv");
+	}
+
+	static struct storm st;
+	memset(&st, 0, sizeof(st));
+	st.n = NW;
+	struct warg args[NW];
+	for (int i = 0; i < NW; i++) {
+		args[i] = (struct warg){&c, i};
+		cr_assert_eq(pthread_create(&st.tids[i], NULL, workers[p->prim], &args[i]), 0);
+	}
+	pthread_t storm;
+	atomic_store(&handled, 0);
+	cr_assert_eq(pthread_create(&storm, NULL, storm_fn, &st), 0);
+	while (atomic_load(&st.sent) < 4 * NW)
+		sched_yield();
+	atomic_store(&go, true);
+	for (int i = 0; i < NW; i++)
+		cr_assert_eq(pthread_join(st.tids[i], NULL), 0);
+	atomic_store(&st.stop, true);
+	cr_assert_eq(pthread_join(storm, NULL), 0);
+
+	/* The storm really happened. */
+	cr_assert_gt(atomic_load(&handled), 50, "only %ld signals handled",
+		     (long)atomic_load(&handled));
+	switch (p->prim) {
+	case P_MUTEX:
+	case P_RWLOCK:
+		cr_assert_eq(c.counter, (long)(p->prim == P_MUTEX ? NW : 2) * c.iters,
+			     "counter %ld", c.counter);
+		break;
+	case P_EVENT:
+		cr_assert_eq(c.counter, (long)NW * c.iters);
+		cr_assert_eq(ursa_event_trywait(&c.e), 0, "the token survived");
+		break;
+	case P_COND:
+		cr_assert_eq(c.produced, 2 * c.iters);
+		cr_assert_eq(c.consumed, 2 * c.iters);
+		break;
+	case P_SEM:
+		cr_assert_eq(atomic_load(&c.done_waiters), 2 * c.iters);
+		cr_assert_eq(ursa_sem_value(&c.s), 0);
+		break;
+	case P_WAIT_ANY:
+		cr_assert_eq(ursa_sem_value(&c.s), 0, "units lost or duplicated");
+		break;
+	default:
+		break;
+	}
+	cr_assert_eq(ursa_mutex_destroy(&c.m), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&c.l), 0);
+	cr_assert_eq(ursa_cond_destroy(&c.c), 0);
+	cr_assert_eq(ursa_sem_destroy(&c.s), 0);
+	free(c.q);
+	cr_log_info("%s %s%s: %ld signals sent, %ld handled", prim_name[p->prim],
+		    p->flags ? "shared " : "", p->restart ? "SA_RESTART" : "no SA_RESTART",
+		    (long)atomic_load(&st.sent), (long)atomic_load(&handled));
+}
+
+ParameterizedTestParameters(fault_signals, storm)
+{
+	static struct storm_param params[P_COUNT * 3];
+	size_t n = 0;
+	for (int p = 0; p < P_COUNT; p++) {
+		params[n++] = (struct storm_param){(enum prim)p, SA_RESTART, 0};
+		params[n++] = (struct storm_param){(enum prim)p, 0, 0};
+		params[n++] = (struct storm_param){(enum prim)p, 0, URSA_SHARED};
+	}
+	return cr_make_param_array(struct storm_param, params, n);
+}
+
+ParameterizedTest(struct storm_param *p, fault_signals, storm)
+{
+	run_storm(p);
+}

@@ -1,0 +1,101 @@
+#!/bin/sh
+# tests/models/run.sh — model-check ursa's word protocols with spin.
+#
+# For each model and bound below: spin -a generates the verifier, the C
+# compiler builds it (safety mode: assertions + invalid end states, state
+# compression), and pan searches the whole state space. Any assertion
+# violation or invalid end state (a waiter asleep for ever = a lost wakeup
+# or a deadlock; see futex.pml) fails the test and prints spin's trail.
+# A search cut short (depth limit, memory) fails too: the check must be
+# exhaustive.
+#
+# Usage: run.sh [--deep] [model ...]   (--deep: larger bounds, minutes)
+# Exit: 0 all passed, 1 a model failed, 77 spin or a C compiler missing.
+# Environment: SPIN (spin), CC (cc), URSA_MODELS_KEEP=1 keeps the work dir.
+
+here=$(cd "$(dirname "$0")" && pwd)
+SPIN=${SPIN:-spin}
+CC=${CC:-cc}
+
+command -v "$SPIN" >/dev/null 2>&1 || { echo "SKIP: spin not installed (apt-get install spin)"; exit 77; }
+command -v "$CC" >/dev/null 2>&1 || { echo "SKIP: no C compiler ($CC)"; exit 77; }
+
+deep=0
+only=
+for a in "$@"; do
+	case $a in
+	--deep) deep=1 ;;
+	--*) ;; # options of other test drivers: ignored
+	*) only="$only $a" ;;
+	esac
+done
+
+# model  bounds (-D flags)  — each well under ~20 s on one core.
+configs='
+mutex	-DNLOCKERS=3 -DNITER=2
+rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2
+rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2
+cond	-DNCONS=2 -DNPROD=2
+sem	-DNWAITERS=3
+event	-DAUTO -DNW=3
+event	-DNW=3
+waitq	-DNSLOT=2 -DNTGT=2
+'
+# Larger bounds: minutes each, gigabytes of memory.
+deep_configs='
+mutex	-DNLOCKERS=3 -DNITER=3
+rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3
+rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1
+cond	-DNCONS=3 -DNPROD=3
+event	-DAUTO -DNW=4
+waitq	-DNSLOT=2 -DNTGT=3
+'
+[ $deep = 1 ] && configs="$configs$deep_configs"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ursa-models.XXXXXX") || exit 99
+[ -n "$URSA_MODELS_KEEP" ] || trap 'rm -rf "$work"' EXIT
+
+fail=0
+n=0
+echo "$configs" | while IFS='	' read -r model flags; do
+	[ -n "$model" ] || continue
+	if [ -n "$only" ]; then
+		case " $only " in *" $model "*) ;; *) continue ;; esac
+	fi
+	n=$((n + 1))
+	d="$work/$model.$n"
+	mkdir -p "$d"
+	cp "$here"/*.pml "$d/"
+	start=$(date +%s)
+	# shellcheck disable=SC2086
+	if ! (cd "$d" && "$SPIN" -a $flags "$model.pml" >spin.out 2>&1); then
+		echo "FAIL $model $flags: spin -a"; cat "$d/spin.out"; echo 1 >"$work/failed"; continue
+	fi
+	if ! (cd "$d" && "$CC" -O2 -w -DSAFETY -DCOLLAPSE -o pan pan.c >cc.out 2>&1); then
+		echo "FAIL $model $flags: compiling pan"; cat "$d/cc.out"; echo 1 >"$work/failed"; continue
+	fi
+	(cd "$d" && ./pan -m500000 >pan.out 2>&1)
+	secs=$(($(date +%s) - start))
+	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.out")
+	if grep -q 'errors: 0' "$d/pan.out" &&
+		! grep -q -E 'max search depth too small|out of memory|reached -DMEMLIM|aborting' "$d/pan.out"; then
+		echo "ok   $model $flags: $states states, ${secs}s"
+	else
+		echo "FAIL $model $flags:"
+		grep -E '^pan|errors:|assertion|invalid end|max search' "$d/pan.out"
+		if ls "$d"/*.trail >/dev/null 2>&1; then
+			echo "--- trail (spin -t -p -g -l, last 120 lines):"
+			# shellcheck disable=SC2086
+			(cd "$d" && "$SPIN" -t -p -g -l $flags "$model.pml" 2>&1 | tail -120)
+		fi
+		echo 1 >"$work/failed"
+	fi
+done
+
+if [ -f "$work/failed" ]; then
+	echo "models: FAILED (work dir: $work)"
+	trap - EXIT
+	exit 1
+fi
+echo "models: all passed"
+exit 0

@@ -1,0 +1,275 @@
+/*
+ * tests/models/rwlock.pml — the reader-writer lock of lib/rwlock.c (Rust
+ * std's futex RwLock in ursa's step model): readers sleep on __state,
+ * writers on the __notify counter; wake_writer_or_readers; writer abandon
+ * passing a wake on. Blocking threads (ursa_rwlock_{rd,wr}lock, try*,
+ * timed*) and ring ops (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run
+ * the same steps.
+ *
+ * Checked (tests/models/run.sh): readers and writers exclude each other and
+ * writers each other (asserts in the critical sections); no lost wakeup or
+ * deadlock (no invalid end state); at the end __state is 0 — no waiting
+ * bit survives its waiters ("a quiescent lock always reads 0", which
+ * ursa_rwlock_destroy relies on) — and nobody sleeps.
+ *
+ * Memory model: every change of __state is a read-modify-write, so
+ * coherence orders them. The one cross-word argument — a writer's
+ * "WRITERS_WAITING set; seq = load __notify (acquire); re-load __state"
+ * against the unlocker's "clear WRITERS_WAITING (RMW); __notify += 1
+ * (release); wake" — is the message-passing pattern release/acquire makes
+ * sequentially consistent, so SC is sound here.
+ *
+ * As in mutex.pml, every CAS retry loop is one atomic read-modify-write at
+ * its successful CAS (failed rounds have no side effects).
+ */
+#define NADDR 2
+#include "futex.pml"
+
+#ifndef NITER
+#define NITER 2
+#endif
+#ifndef NWRITERS
+#define NWRITERS 2
+#endif
+#ifndef NREADERS
+#define NREADERS 1
+#endif
+#ifndef SPUR
+#define SPUR 1
+#endif
+
+/* __state: count in bits 0-2 (0 unlocked, 1..MAXR readers, WL write-locked),
+ * READERS_WAITING bit 3, WRITERS_WAITING bit 4. */
+#define WL 7
+#define MAXR 6
+#define RW 8
+#define WW 16
+#define WAITING (RW | WW)
+#define COUNT(s) ((s) & 7)
+#define UNLOCKED(s) (COUNT(s) == 0)
+#define LOCKABLE(s) (COUNT(s) < MAXR && ((s) & WAITING) == 0)
+
+#define A_STATE 0
+#define A_NOTIFY 1
+
+#define DONE 0
+#define WAIT 1
+
+byte state;	/* l->__state */
+byte notify;	/* l->__notify (bit 0, SHARED, left out; +1 per bump) */
+byte readers, writers;	/* inside now */
+
+/*
+ * wake_writer_or_readers(l, s, assume_ww) (lib/rwlock.c); `aw` is
+ * assume_ww. Each round decides on the current __state (the collapsed CAS
+ * loop); a writer wake is: __notify += 1 (release), wake 1 on __notify.
+ */
+#define wake_writer_or_readers(aw)						\
+	do									\
+	:: atomic {								\
+		if								\
+		:: !UNLOCKED(state) -> act = 0	/* locked again: its unlock */	\
+		:: UNLOCKED(state) && ((state & WW) || aw) ->			\
+			state = state & ~WW; act = 1;				\
+			hadrw = (state & RW) != 0				\
+		:: UNLOCKED(state) && !((state & WW) || aw) && (state & RW) ->	\
+			state = state & ~RW; act = 2				\
+		:: UNLOCKED(state) && !((state & WW) || aw) && !(state & RW) ->	\
+			act = 0							\
+		fi								\
+	   };									\
+		if								\
+		:: act == 0 -> break						\
+		:: act == 1 ->							\
+			aw = false;						\
+			notify++;						\
+			futex_wake(A_NOTIFY, 1, cnt, tmp);			\
+			if							\
+			:: cnt > 0 || !hadrw -> break				\
+			:: else	/* no writer asleep: go on to the readers */	\
+			fi							\
+		:: act == 2 ->							\
+			futex_wake(A_STATE, MAXPROC, cnt, tmp);			\
+			break							\
+		fi								\
+	od;									\
+	act = 0; cnt = 0; hadrw = false
+
+/* ursa__rwlock_rd_step: take a read lock, or set READERS_WAITING and WAIT
+ * on (__state, that value). (count == MAX_READERS, -EAGAIN, is out of
+ * reach with this few readers.) */
+#define rd_step(r)								\
+	atomic {								\
+		if								\
+		:: LOCKABLE(state) -> state++; r = DONE				\
+		:: else -> state = state | RW; want = state; r = WAIT		\
+		fi								\
+	}
+
+/* ursa__rwlock_wr_step, in its three atomic parts: take or announce;
+ * snapshot __notify (acquire); re-load __state and decide. */
+#define wr_step(r)								\
+	do									\
+	:: atomic {								\
+		if								\
+		:: UNLOCKED(state) ->						\
+			state = state | WL | (registered -> WW : 0);		\
+			registered = false; r = DONE				\
+		:: else -> state = state | WW; registered = true; r = WAIT	\
+		fi								\
+	   };									\
+		if								\
+		:: r == DONE -> break						\
+		:: else								\
+		fi;								\
+		want = notify;			/* seq = ld_acquire(notify) */	\
+		if								\
+		:: atomic { UNLOCKED(state) || !(state & WW) -> want = 0 }	\
+			/* released, or a waker at work: try again */		\
+		:: atomic { !UNLOCKED(state) && (state & WW) -> skip };		\
+			break			/* WAIT on (notify, seq) */	\
+		fi								\
+	od
+
+/* ursa__rwlock_wr_abandon. */
+#define wr_abandon()								\
+	if									\
+	:: registered ->							\
+		registered = false;						\
+		atomic {							\
+			if							\
+			:: UNLOCKED(state) -> act = 3				\
+			:: else -> state = state | WW; act = 0			\
+			fi							\
+		};								\
+		if								\
+		:: act == 3 -> act = 0; aw = true; wake_writer_or_readers(aw)	\
+		:: else								\
+		fi								\
+	:: else									\
+	fi
+
+/* rdunlock / wrunlock (fast paths and *_slow). */
+#define rd_unlock()								\
+	atomic {								\
+		assert(COUNT(state) >= 1 && COUNT(state) != WL);		\
+		state--;							\
+		act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)		\
+	};									\
+	if									\
+	:: act == 3 -> act = 0; aw = false; wake_writer_or_readers(aw)		\
+	:: else									\
+	fi
+
+#define wr_unlock()								\
+	atomic {								\
+		assert(COUNT(state) == WL);					\
+		state = state - WL;						\
+		act = ((state & WAITING) -> 3 : 0)				\
+	};									\
+	if									\
+	:: act == 3 -> act = 0; aw = false; wake_writer_or_readers(aw)		\
+	:: else									\
+	fi
+
+/*
+ * One process, reader or writer; ring = an io_uring op (first a step, its
+ * FUTEX_WAIT the same compare-and-queue, its CQE steps again and re-arms);
+ * may_stop: it may give up once (deadline / cancel).
+ */
+proctype Client(bool writer; bool ring; bool may_stop; byte spur)
+{
+	byte want, cnt, tmp, r, act, i;
+	byte stops = (may_stop -> 1 : 0);
+	bool registered, aw, hadrw, got;
+
+	for (i : 1 .. NITER) {
+		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an
+		 * unlocked state with bits: that is what its step does);
+		 * rdlock/tryrdlock take when lockable. A try that fails ends
+		 * the operation (-EBUSY); ring ops start with a step. */
+		if
+		:: !ring && writer ->
+			atomic { if :: state == 0 -> state = WL; got = true :: else fi }
+		:: !ring && !writer ->
+			atomic { if :: LOCKABLE(state) -> state++; got = true :: else fi }
+		:: ring
+		fi;
+		if
+		:: got -> goto locked
+		:: else
+		fi;
+		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
+		 * (lib/async.c). */
+		do
+		:: if
+		   :: writer -> wr_step(r)
+		   :: else -> rd_step(r)
+		   fi;
+			if
+			:: r == DONE -> got = true; break
+			:: else
+			fi;
+			/* Deadline past before sleeping / cancel before re-arm. */
+			if
+			:: stops > 0 -> stops--;
+				if :: writer -> wr_abandon() :: else fi;
+				break
+			:: true
+			fi;
+			if
+			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0), spur, r)
+			:: else -> futex_wait(A_STATE, state, want, (stops > 0), spur, r)
+			fi;
+			want = 0;
+			if
+			:: r == R_STOPPED ->
+				/* Timed out / cancelled: one last step, else
+				 * abandon (rd: nothing; wr: pass the wake on). */
+				stops--;
+				if
+				:: writer -> wr_step(r)
+				:: else -> rd_step(r)
+				fi;
+				want = 0;
+				if
+				:: r == DONE -> got = true
+				:: else ->
+					if :: writer -> wr_abandon() :: else fi
+				fi;
+				break
+			:: else
+			fi
+		od;
+		want = 0; r = 0;
+locked:
+		if
+		:: got && writer ->
+			got = false;
+			atomic { writers++; assert(writers == 1 && readers == 0) };
+			writers--;
+			wr_unlock()
+		:: got && !writer ->
+			got = false;
+			atomic { readers++; assert(writers == 0) };
+			readers--;
+			rd_unlock()
+		:: else
+		fi
+	}
+}
+
+init {
+	atomic {
+		/* Writers: a blocking one that never gives up, then a ring one
+		 * that may be cancelled. Readers: a blocking one (spurious
+		 * wakeups), then a ring one that may be cancelled. */
+		run Client(true, false, false, 0);
+		if :: NWRITERS > 1 -> run Client(true, true, true, SPUR) :: else fi;
+		run Client(false, false, false, SPUR);
+		if :: NREADERS > 1 -> run Client(false, true, true, 0) :: else fi
+	}
+	_nr_pr == 1;
+	assert(state == 0);
+	assert(len(fq[A_STATE]) == 0 && len(fq[A_NOTIFY]) == 0);
+}
