@@ -42,10 +42,16 @@ check-models-deep:
 
 # ---- fault injection (Criterion) -------------------------------------------
 if HAVE_CRITERION
-FAULT_TESTS = tests/fault/signals
+FAULT_TESTS = tests/fault/signals tests/fault/no_uring tests/fault/sigkill
 check_PROGRAMS += $(FAULT_TESTS)
 TESTS += $(FAULT_TESTS)
 tests_fault_signals_SOURCES = tests/fault/signals.c
 tests_fault_signals_CFLAGS = $(TEST_CFLAGS)
 tests_fault_signals_LDADD = $(TEST_LIBS)
+tests_fault_no_uring_SOURCES = tests/fault/no_uring.c
+tests_fault_no_uring_CFLAGS = $(TEST_CFLAGS)
+tests_fault_no_uring_LDADD = $(TEST_LIBS)
+tests_fault_sigkill_SOURCES = tests/fault/sigkill.c
+tests_fault_sigkill_CFLAGS = $(TEST_CFLAGS)
+tests_fault_sigkill_LDADD = $(TEST_LIBS)
 endif

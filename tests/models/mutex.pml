@@ -1,20 +1,48 @@
 /*
- * tests/models/mutex.pml — the 4-byte mutex of lib/mutex.c (Drepper's
- * three-state mutex plus HANDED hand-off and the REQ bit), with blocking
- * lockers (ursa_mutex_lock / _trylock / _timedlock over ursa__block in
- * lib/time.c) and ring lockers (ursa_mutex_lock_async: lib/async.c
- * op_advance / ursa_handle_cqe) on the same word.
+ * tests/models/mutex.pml — the 4-byte mutex of lib/mutex.c: Drepper's
+ * three-state mutex plus the HANDED hand-off state, the REQ bit and the
+ * COUNT of registered waiters, with blocking lockers (ursa_mutex_lock /
+ * _trylock / _timedlock over ursa__block in lib/time.c) and ring lockers
+ * (ursa_mutex_lock_async: lib/async.c op_advance / ursa_handle_cqe) on the
+ * same word.
  *
  * Checked (tests/models/run.sh): mutual exclusion (assert in the critical
  * section), no lost wakeup and no deadlock (no invalid end state: every
- * locker finishes its NITER operations), and at the end the word is FREE
- * with nobody asleep (a HANDED lock is never stranded).
+ * locker finishes its NITER operations), and at the end the word is 0 —
+ * FREE, no REQ, COUNT 0 (no registration leaked, a HANDED lock never
+ * stranded) — with nobody asleep.
+ *
+ * The bounded sleep (struct ursa_wait.bounded: a blocking newcomer that
+ * sleeps on HANDED wakes after URSA_HANDED_SLEEP_MS and steps again,
+ * lib/time.c) is modelled as a sleep that may end at any time and goes on
+ * stepping. Ring waiters have no such bound (lib/async.c arms a plain
+ * FUTEX_WAIT). With -DNO_BOUND the bound is left out for blocking waiters
+ * too, to see whether progress depends on it.
+ *
+ * KNOWN BUG (reported to the lead; run.sh marks this configuration xfail,
+ * the -DNO_RING one passes): a ring newcomer can sleep for ever on a
+ * HANDED lock. Trail (3 lockers, NITER 2; spin finds it in ~3500 states):
+ *   1. L2, a ring op that is cancelled, has slept and lost, so its last
+ *      step sets REQ (word CONTENDED|REQ|COUNT 1); it abandons: COUNT 0,
+ *      and nothing clears the now stale REQ (word CONTENDED|REQ).
+ *   2. L1, the holder, unlocks: CONTENDED|REQ -> HANDED and wakes 1.
+ *   3. L2 starts its next op (ursa_mutex_lock_async): a newcomer on HANDED,
+ *      it registers (HANDED|COUNT 1) and arms FUTEX_WAIT on that value.
+ *   4. L1's wake found nobody (L2 not queued yet); m_take_back sees COUNT
+ *      1 ("a registered waiter will claim it") and leaves it HANDED.
+ *   5. L2's FUTEX_WAIT sleeps: nobody will ever wake it, and nobody else
+ *      can take a HANDED lock. A blocking newcomer in L2's place recovers
+ *      only through the URSA_HANDED_SLEEP_MS bound (a 10 ms stall; with
+ *      -DNO_BOUND -DNO_RING the same trail hangs); a ring one hangs for
+ *      good. The same race exists between a registered waiter's abandon
+ *      (its take-back sees the newcomer's COUNT) and a newcomer.
  *
  * Memory model: the protocol lives in one word and every change is a CAS
- * on it, so coherence alone orders them; sequential consistency adds
- * nothing the C code relies on.
+ * or an atomic RMW on it, so coherence alone orders them; sequential
+ * consistency adds nothing the C code relies on.
  *
- * Word (SHARED, bit 31, is constant and left out): bits 0-1 state, bit 2 REQ.
+ * Word (SHARED, bit 31, is constant and left out): bits 0-1 state, bit 2
+ * REQ, bits 3+ COUNT.
  */
 #include "futex.pml"
 
@@ -27,6 +55,16 @@
 #ifndef SPUR
 #define SPUR 1
 #endif
+#ifdef NO_RING
+#define RING false	/* the second locker blocks instead */
+#else
+#define RING true
+#endif
+#ifdef NO_BOUND
+#define BOUND false
+#else
+#define BOUND true
+#endif
 #ifndef HANDOFF_AFTER
 #define HANDOFF_AFTER 2	/* URSA_HANDOFF_AFTER */
 #endif
@@ -36,7 +74,9 @@
 #define CONTENDED 2
 #define HANDED 3
 #define REQ 4
+#define CNT_ONE 8
 #define STATE(v) ((v) & 3)
+#define CNT(v) ((v) & ~7)
 
 #define DONE 0
 #define WAIT 1
@@ -53,44 +93,110 @@ byte inside;	/* holders now: must never exceed 1 */
  * atomic reads in the same way.
  */
 
-/* ursa__mutex_step (lib/mutex.c): r = DONE (taken), or WAIT with `want`,
- * the value to sleep on. losses is kept only up to HANDOFF_AFTER - 1: the
- * step only asks whether losses + 1 >= HANDOFF_AFTER. */
-#define mutex_step(r)								\
+/* m_taken(v): the state a locker stores when it takes a FREE lock. */
+#define TAKEN(v) (CNT(v) > 0 -> CONTENDED : LOCKED)
+
+/* ursa__mutex_take: FREE -> taken (deregistering); HANDED -> CONTENDED if
+ * registered (claim). ok = taken. */
+#define mutex_take(ok)								\
 	atomic {								\
 		if								\
 		:: STATE(m) == FREE ->						\
-			m = (slept -> CONTENDED : LOCKED); r = DONE		\
-		:: STATE(m) == HANDED && slept ->	/* claim hand-off */	\
-			m = CONTENDED; r = DONE					\
-		:: else ->							\
-			if							\
-			:: STATE(m) == HANDED -> want = m /* not ours: sleep */	\
-			:: else ->						\
-				want = (m & REQ) | CONTENDED;			\
-				if						\
-				:: slept && losses + 1 >= HANDOFF_AFTER ->	\
-					want = want | REQ			\
-				:: else						\
-				fi						\
-			fi;							\
-			m = want;						\
-			if							\
-			:: slept && losses + 1 < HANDOFF_AFTER -> losses++	\
-			:: else							\
-			fi;							\
-			r = WAIT						\
+			m = m - (registered -> CNT_ONE : 0);			\
+			m = m | TAKEN(m); registered = false; ok = true		\
+		:: STATE(m) == HANDED && registered ->				\
+			m = ((m - CNT_ONE) & ~3) | CONTENDED;			\
+			registered = false; ok = true				\
+		:: else -> ok = false						\
 		fi								\
 	}
+
+/* ursa__mutex_step: r = DONE (taken), or WAIT with `want`, the value to
+ * sleep on (having registered). losses is kept only up to
+ * HANDOFF_AFTER - 1: the step only asks whether losses + 1 >=
+ * HANDOFF_AFTER. The first take and the loop's take are the same atomic
+ * step here (a failed take has no effect). */
+#define mutex_step(r)								\
+	mutex_take(ok);								\
+	if									\
+	:: ok -> r = DONE							\
+	:: else ->								\
+		atomic {							\
+			if						\
+			:: STATE(m) == FREE || (STATE(m) == HANDED && registered) -> \
+				/* freed meanwhile: take it (a CAS of take) */	\
+				m = m - (registered -> CNT_ONE : 0);		\
+				if						\
+				:: STATE(m) == FREE -> m = m | TAKEN(m)		\
+				:: else -> m = (m & ~3) | CONTENDED		\
+				fi;						\
+				registered = false; r = DONE			\
+			:: else ->						\
+				if						\
+				:: STATE(m) == HANDED -> want = m		\
+				:: else ->					\
+					want = (m & ~3) | CONTENDED;		\
+					if					\
+					:: slept && losses + 1 >= HANDOFF_AFTER -> \
+						want = want | REQ		\
+					:: else					\
+					fi					\
+				fi;						\
+				if						\
+				:: !registered -> want = want + CNT_ONE;	\
+					bnd = (STATE(m) == HANDED && !ring && BOUND) \
+				:: else -> bnd = false				\
+				fi;						\
+				m = want;					\
+				registered = true;				\
+				if						\
+				:: slept && losses + 1 < HANDOFF_AFTER -> losses++ \
+				:: else						\
+				fi;						\
+				r = WAIT					\
+			fi							\
+		}								\
+	fi;									\
+	ok = false
+
+/* m_take_back: HANDED with COUNT 0 -> FREE, wake 1. */
+#define take_back()								\
+	atomic {								\
+		if								\
+		:: STATE(m) == HANDED && CNT(m) == 0 -> m = m & ~3; uw = 1	\
+		:: else -> uw = 0						\
+		fi								\
+	};									\
+	if									\
+	:: uw == 1 -> futex_wake(0, 1, cnt, tmp)				\
+	:: else									\
+	fi;									\
+	uw = 0; cnt = 0
+
+/* ursa__mutex_abandon: deregister; HANDED with COUNT 0 -> take it back. */
+#define mutex_abandon()								\
+	if									\
+	:: registered ->							\
+		atomic {							\
+			m = m - CNT_ONE; registered = false;			\
+			uw = (STATE(m) == HANDED && CNT(m) == 0 -> 1 : 0)	\
+		};								\
+		if								\
+		:: uw == 1 -> take_back()					\
+		:: else								\
+		fi								\
+	:: else									\
+	fi
 
 /* ursa__mutex_unlock_fast + ursa__mutex_unlock_slow (lib/mutex.c). */
 #define mutex_unlock()								\
 	atomic {								\
 		assert(STATE(m) == LOCKED || STATE(m) == CONTENDED); /* EPERM */\
 		if								\
-		:: STATE(m) == LOCKED -> m = FREE; uw = 0  /* fast: 1 -> 0 */	\
-		:: STATE(m) == CONTENDED && (m & REQ) -> m = HANDED; uw = 2	\
-		:: STATE(m) == CONTENDED && !(m & REQ) -> m = FREE; uw = 1	\
+		:: STATE(m) == LOCKED -> m = m & ~3; uw = 0	/* fast: 1 -> 0 */\
+		:: STATE(m) == CONTENDED && (m & REQ) ->			\
+			m = (m & ~(3 | REQ)) | HANDED; uw = 2			\
+		:: STATE(m) == CONTENDED && !(m & REQ) -> m = m & ~3; uw = 1	\
 		fi								\
 	};									\
 	if									\
@@ -98,18 +204,8 @@ byte inside;	/* holders now: must never exceed 1 */
 	:: uw == 2 ->								\
 		futex_wake(0, 1, cnt, tmp);					\
 		if								\
-		:: cnt == 0 ->	/* nobody asleep to take it: release it */	\
-			atomic {						\
-				if						\
-				:: STATE(m) == HANDED -> m = FREE; uw = 1	\
-				:: else -> uw = 0 /* a waiter claimed it */	\
-				fi						\
-			};							\
-			if							\
-			:: uw == 1 -> futex_wake(0, 1, cnt, tmp)		\
-			:: else							\
-			fi							\
-		:: else								\
+		:: cnt == 0 -> take_back()	/* unless a registered waiter */\
+		:: else				/* will claim it */		\
 		fi								\
 	:: else									\
 	fi;									\
@@ -131,22 +227,18 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 {
 	byte want, cnt, tmp, r, uw, losses, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool slept, got;
+	bool slept, got, ok, registered, bnd;
 
 	for (i : 1 .. NITER) {
-		/* Fast path: the inline ursa__mutex_lock_fast CAS (0 -> 1),
-		 * or ursa_mutex_trylock (that CAS, -EBUSY on failure). The
-		 * spin in mutex_lock_slow is more such CASes: the same
-		 * behaviour at a later moment. A ring op starts with a step
+		/* Fast path: the inline ursa__mutex_lock_fast CAS (0 -> 1), or
+		 * trylock (that CAS, then trylock_slow's FREE -> m_taken: the
+		 * same as a take by an unregistered waiter), -EBUSY on failure.
+		 * mutex_lock_slow's spin is more such takes: the same behaviour
+		 * at a later moment. A ring op starts with a step
 		 * (ursa_mutex_lock_async -> op_start/op_launch -> op_advance). */
 		if
 		:: !ring ->
-			atomic {
-				if
-				:: m == FREE -> m = LOCKED; got = true
-				:: else
-				fi
-			};
+			mutex_take(got);
 			if
 			:: got -> goto locked
 			:: !got && may_try -> goto next	/* trylock: -EBUSY */
@@ -157,7 +249,8 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
 		 * (lib/async.c): step; on WAIT sleep on (m, want) — futex
 		 * syscall or FUTEX_WAIT SQE; after any return from that sleep
-		 * (woken, -EAGAIN, spurious) slept = 1 and step again. */
+		 * (woken, -EAGAIN, spurious, bounded-sleep expiry) slept = 1
+		 * and step again. */
 		do
 		:: mutex_step(r);
 			if
@@ -166,28 +259,35 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 			fi;
 			/* ursa__block: deadline already past before sleeping;
 			 * op_advance: F_CANCEL set, or deadline past, before a
-			 * re-arm. ursa__mutex_abandon undoes nothing. */
+			 * re-arm: ursa__mutex_abandon. */
 			if
-			:: stops > 0 -> stops--; break
+			:: stops > 0 -> stops--; mutex_abandon(); break
 			:: true
 			fi;
-			futex_wait(0, m, want, (stops > 0), spur, r);
+			futex_wait(0, m, want, (stops > 0 || bnd), spur, r);
 			slept = true;
 			want = 0;
 			if
-			:: r == R_STOPPED ->
+			:: r == R_STOPPED && bnd ->
+				/* the bound expired: step again (lib/time.c) */
+				bnd = false
+			:: r == R_STOPPED && !bnd ->
 				/* -ETIMEDOUT (ursa__block) / CQE -ECANCELED
 				 * (linked timeout or cancel): one last step
 				 * (a hand-off may be ours), else abandon. */
 				stops--;
 				mutex_step(r);
-				got = (r == DONE);
+				if
+				:: r == DONE -> got = true
+				:: else -> mutex_abandon()
+				fi;
 				break
-			:: else
+			:: r != R_STOPPED -> bnd = false
 			fi
 		od;
-		slept = false; losses = 0; want = 0; r = 0;
+		slept = false; losses = 0; want = 0; r = 0; bnd = false;
 locked:
+		assert(!registered);
 		if
 		:: got ->
 			got = false;
@@ -207,14 +307,14 @@ init {
 		 * NLOCKERS 3, a blocking timed locker. Spurious returns are
 		 * given to one of them (SPUR, default 1). */
 		run Locker(false, false, true, 0);
-		run Locker(true, true, false, SPUR);
+		run Locker(RING, true, false, SPUR);
 		if
 		:: NLOCKERS > 2 -> run Locker(false, true, false, 0)
 		:: else
 		fi
 	}
 	_nr_pr == 1;	/* every locker finished: nobody asleep for ever */
-	assert(m == FREE);
+	assert(m == 0);	/* FREE, no REQ, COUNT 0 */
 	assert(len(fq[0]) == 0);
 	assert(inside == 0);
 }

@@ -30,25 +30,30 @@ for a in "$@"; do
 	esac
 done
 
-# model  bounds (-D flags)  — each well under ~20 s on one core.
+# model, bounds (-D flags), expectation — each well under ~20 s on one core.
+# "xfail" marks a configuration in which the model finds a known, reported
+# bug in the C protocol: its failure is printed (XFAIL, with the trail) but
+# does not fail the run; if it starts passing (XPASS), the run fails so
+# that the mark is removed.
 configs='
-mutex	-DNLOCKERS=3 -DNITER=2
-rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2
-rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2
-cond	-DNCONS=2 -DNPROD=2
-sem	-DNWAITERS=3
-event	-DAUTO -DNW=3
-event	-DNW=3
-waitq	-DNSLOT=2 -DNTGT=2
+mutex	-DNLOCKERS=3 -DNITER=2 -DNO_RING	ok
+mutex	-DNLOCKERS=3 -DNITER=2	xfail
+rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2	ok
+rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2	ok
+cond	-DNCONS=2 -DNPROD=2	ok
+sem	-DNWAITERS=3	ok
+event	-DAUTO -DNW=3	ok
+event	-DNW=3	ok
+waitq	-DNSLOT=2 -DNTGT=2	ok
 '
 # Larger bounds: minutes each, gigabytes of memory.
 deep_configs='
-mutex	-DNLOCKERS=3 -DNITER=3
-rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3
-rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1
-cond	-DNCONS=3 -DNPROD=3
-event	-DAUTO -DNW=4
-waitq	-DNSLOT=2 -DNTGT=3
+mutex	-DNLOCKERS=3 -DNITER=3 -DNO_RING	ok
+rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3	ok
+rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1	ok
+cond	-DNCONS=3 -DNPROD=3	ok
+event	-DAUTO -DNW=4	ok
+waitq	-DNSLOT=2 -DNTGT=3	ok
 '
 [ $deep = 1 ] && configs="$configs$deep_configs"
 
@@ -57,7 +62,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ursa-models.XXXXXX") || exit 99
 
 fail=0
 n=0
-echo "$configs" | while IFS='	' read -r model flags; do
+echo "$configs" | while IFS='	' read -r model flags expect; do
 	[ -n "$model" ] || continue
 	if [ -n "$only" ]; then
 		case " $only " in *" $model "*) ;; *) continue ;; esac
@@ -79,16 +84,25 @@ echo "$configs" | while IFS='	' read -r model flags; do
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.out")
 	if grep -q 'errors: 0' "$d/pan.out" &&
 		! grep -q -E 'max search depth too small|out of memory|reached -DMEMLIM|aborting' "$d/pan.out"; then
-		echo "ok   $model $flags: $states states, ${secs}s"
+		if [ "$expect" = xfail ]; then
+			echo "XPASS $model $flags: $states states, ${secs}s — was a known bug: update run.sh"
+			echo 1 >"$work/failed"
+		else
+			echo "ok   $model $flags: $states states, ${secs}s"
+		fi
+		continue
+	fi
+	if [ "$expect" = xfail ]; then
+		echo "XFAIL $model $flags: known protocol bug (reported; see the model's header):"
 	else
 		echo "FAIL $model $flags:"
-		grep -E '^pan|errors:|assertion|invalid end|max search' "$d/pan.out"
-		if ls "$d"/*.trail >/dev/null 2>&1; then
-			echo "--- trail (spin -t -p -g -l, last 120 lines):"
-			# shellcheck disable=SC2086
-			(cd "$d" && "$SPIN" -t -p -g -l $flags "$model.pml" 2>&1 | tail -120)
-		fi
 		echo 1 >"$work/failed"
+	fi
+	grep -E '^pan|errors:|assertion|invalid end|max search' "$d/pan.out"
+	if ls "$d"/*.trail >/dev/null 2>&1; then
+		echo "--- trail (spin -t -p -g -l, last 120 lines):"
+		# shellcheck disable=SC2086
+		(cd "$d" && "$SPIN" -t -p -g -l $flags "$model.pml" 2>&1 | tail -120)
 	fi
 done
 
