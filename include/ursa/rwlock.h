@@ -3,7 +3,9 @@
  * ursa/rwlock.h — an 8-byte reader-writer lock with writer preference.
  *
  * Many readers or one writer. Once a writer waits, new readers wait too, so
- * a stream of readers cannot starve writers. Uncontended read and write
+ * a stream of readers cannot starve writers (the price: a continuous stream
+ * of writers can keep readers waiting). A writer that times out or is
+ * cancelled stops holding new readers back. Uncontended read and write
  * lock/unlock are one atomic operation, with no system call. Waiters may be
  * blocked threads or io_uring waiters (ursa_rwlock_{rd,wr}lock_async).
  * Read locks are not recursive once a writer waits (as with any

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/rwlock.c — the 8-byte reader-writer lock (writer preference).
+ *
+ * The algorithm is that of Rust std's futex RwLock
+ * (library/std/src/sys/sync/rwlock/futex.rs), rewritten in the step model
+ * and extended with timeouts/abandon, error checks and a stored shared flag.
+ *
+ * Two 32-bit words:
+ *
+ *   __state   bits 0-28   count: 0 unlocked, 1..MAX_READERS read-locked by
+ *                         that many readers, MASK (all 29 bits) write-locked
+ *             bit 29      READERS_WAITING: readers may sleep on __state
+ *             bit 30      WRITERS_WAITING: writers may sleep on __notify
+ *             bit 31      unused, always 0
+ *   __notify  bit 0       SHARED: process-shared (constant after init)
+ *             bits 1-31   writer notification counter, += 2 per writer wake
+ *
+ * Readers sleep on __state itself; writers sleep on __notify, a counter
+ * bumped before every writer wake, so that a writer is woken by "a writer
+ * may go now" and not by every reader coming and going.
+ *
+ * Transitions (all changes of __state are atomic read-modify-writes, so
+ * they are totally ordered and each sees the bits set before it):
+ *
+ *   read lock:    count -> count + 1 when is_read_lockable: count <
+ *                 MAX_READERS and no waiting bit. Any waiting bit refuses
+ *                 new readers: a waiting writer goes first (writer
+ *                 preference), and READERS_WAITING on an unlocked lock
+ *                 means an unlocker is busy waking a writer, which has
+ *                 priority. Otherwise: set READERS_WAITING, sleep while
+ *                 __state == that value. count == MAX_READERS: -EAGAIN.
+ *   write lock:   count 0 -> MASK, keeping the waiting bits. Otherwise set
+ *                 WRITERS_WAITING, snapshot seq = __notify, re-check that
+ *                 the lock is still held and the bit still set, and sleep
+ *                 while __notify == seq. A writer that has announced itself
+ *                 (set or seen WRITERS_WAITING) keeps WRITERS_WAITING set
+ *                 when it takes the lock: other writers may still sleep
+ *                 relying on it, and the waker cleared it to wake just one.
+ *   read unlock:  count -> count - 1; the last reader, if a bit is set,
+ *                 runs wake_writer_or_readers.
+ *   write unlock: count MASK -> 0; if a bit is set, wake_writer_or_readers.
+ *   wake_writer_or_readers (only while unlocked; if someone locked it
+ *   meanwhile, that holder's unlock takes over):
+ *     only WRITERS_WAITING:  clear it, __notify += 2, wake one writer;
+ *     both bits:             clear WRITERS_WAITING only (new readers keep
+ *                            waiting), __notify += 2, wake one writer; if
+ *                            the wake found no sleeping writer, go on to
+ *                            the readers (we cannot know a writer will come);
+ *     only READERS_WAITING:  clear it, wake every reader.
+ *
+ * Why no wakeup is lost:
+ * - Readers sleep on __state with READERS_WAITING set, a value the kernel
+ *   compares under its hash-bucket lock: any change before the sleep makes
+ *   it return -EAGAIN (then the reader steps again). The bit is cleared only
+ *   by wake_writer_or_readers, immediately followed by a wake of all readers
+ *   — or, in the both-waiting case, left set while the woken writer takes
+ *   the lock, whose unlock then sees it. A lock held with READERS_WAITING set
+ *   is always unlocked by someone who sees the bit (an unlock is an RMW).
+ * - Writers: the unlocker clears WRITERS_WAITING (RMW on __state), then
+ *   bumps __notify (release), then wakes. The writer set the bit, then
+ *   loads __notify (acquire), then re-loads __state. If its __notify load
+ *   saw the bump, acquire/release makes the re-load see the cleared bit or
+ *   later, and it does not sleep. If not, the bump comes later in
+ *   __notify's modification order: its futex wait either sees the new value
+ *   (-EAGAIN) or is queued before the wake. Only one writer is woken per
+ *   clearing; the others keep sleeping with the bit cleared, which is why
+ *   a woken writer re-sets it when it takes the lock (or goes back to
+ *   sleep, setting it again).
+ * - A writer that gives up (deadline, cancel) may have been the writer an
+ *   unlocker chose to wake, and left others asleep behind a cleared bit:
+ *   its abandon passes the wake on. And the WRITERS_WAITING it leaves may
+ *   be a phantom that shuts out readers for no writer: on a read-locked
+ *   lock its abandon clears both bits and wakes every writer and reader, so
+ *   the live writers re-announce themselves (see wr_abandon below). A
+ *   reader never receives a wake meant for it alone (readers are woken all
+ *   at once), so a reader that gives up has nothing to pass on; the
+ *   READERS_WAITING bit it may leave on a held lock is there for a live
+ *   writer or a write holder, whose unlock clears it (one wake of nobody).
+ * - The kernel wakes futex waiters of equal priority in FIFO order, ring
+ *   waiters (IORING_OP_FUTEX_WAIT) and threads alike, and counts both in
+ *   the wake's result, so "the wake found no writer" is exact.
+ *
+ * Starvation: writers are never starved by readers, because a waiting
+ * writer refuses every new reader, so the read count drains to 0 and the
+ * last reader wakes a writer. Readers CAN be starved by a continuous
+ * stream of writers: while any writer waits, readers wait, and each
+ * write unlock prefers another writer. Writers among themselves are not
+ * FIFO: a running writer may barge in ahead of a woken one (the woken one
+ * sleeps again), so a ring writer, whose wake reaches it late, can lose
+ * repeatedly under sustained write contention. No hand-off is done here.
+ *
+ * ABA: a writer sleeping on a __notify snapshot would miss exactly 2^31
+ * wakes happening between its snapshot and its sleep; not a practical risk.
+ */
+#include "lib/internal.h"
+
+#define RW_MASK		   ((1u << 29) - 1)
+#define RW_WRITE_LOCKED	   RW_MASK
+#define RW_MAX_READERS	   (RW_MASK - 1)
+#define RW_READERS_WAITING (1u << 29)
+#define RW_WRITERS_WAITING (1u << 30)
+#define RW_WAITING	   (RW_READERS_WAITING | RW_WRITERS_WAITING)
+
+#define RW_NOTIFY_SHARED 1u
+#define RW_NOTIFY_STEP	 2u
+
+#define RW_NOINLINE __attribute__((noinline))
+
+_Static_assert(sizeof(ursa_rwlock_t) <= 8, "ursa_rwlock_t must be 8 bytes at most");
+_Static_assert(_Alignof(ursa_rwlock_t) == 4, "ursa_rwlock_t must be 4-byte aligned");
+_Static_assert(URSA_SHARED == RW_NOTIFY_SHARED, "the shared flag is stored as given");
+
+static inline uint32_t rw_count(uint32_t s)
+{
+	return s & RW_MASK;
+}
+
+static inline bool rw_unlocked(uint32_t s)
+{
+	return rw_count(s) == 0;
+}
+
+static inline bool rw_write_locked(uint32_t s)
+{
+	return rw_count(s) == RW_WRITE_LOCKED;
+}
+
+static inline bool rw_read_lockable(uint32_t s)
+{
+	return rw_count(s) < RW_MAX_READERS && !(s & RW_WAITING);
+}
+
+static inline bool rw_shared(ursa_rwlock_t *l)
+{
+	/* Bit 0 never changes after init: the counter moves in steps of 2. */
+	return ld_relaxed(&l->__notify) & RW_NOTIFY_SHARED;
+}
+
+int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags)
+{
+	if (!l || (flags & ~URSA_SHARED))
+		return -EINVAL;
+	__atomic_store_n(&l->__notify, flags & URSA_SHARED, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->__state, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ursa_rwlock_destroy(ursa_rwlock_t *l)
+{
+	if (!l)
+		return -EINVAL;
+	/* A waiting bit left by a waiter that gave up is cleared by the next
+	 * unlock, so a quiescent lock always reads 0 here. */
+	return (ld_acquire(&l->__state) & (RW_MASK | RW_WAITING)) ? -EBUSY : 0;
+}
+
+/* ---- waking --------------------------------------------------------- */
+
+/* Tell the writers to look again: bump __notify (release: a writer whose
+ * acquire load of __notify sees the bump also sees the __state change made
+ * before it), then wake n of them. Returns how many woke (threads and
+ * rings alike: the kernel counts both). */
+static int wake_writers(ursa_rwlock_t *l, int n)
+{
+	uint32_t v = __atomic_fetch_add(&l->__notify, RW_NOTIFY_STEP, __ATOMIC_RELEASE);
+	int r = ursa_k_futex_wake(&l->__notify, n, v & RW_NOTIFY_SHARED);
+	return r > 0 ? r : 0;
+}
+
+static int wake_writer(ursa_rwlock_t *l)
+{
+	return wake_writers(l, 1);
+}
+
+/*
+ * Called with s, an unlocked state seen with a waiting bit (by the last
+ * unlocker), or by a writer that gives up (assume_ww: act as if
+ * WRITERS_WAITING were set, because a wake meant for that writer may have
+ * cleared it while other writers still sleep). Never blocks. The clearing
+ * CASes are relaxed: they read-modify-write __state, so they continue the
+ * release sequence of the unlock before them, and the wakes that follow are
+ * system calls the kernel orders after them.
+ */
+static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
+{
+	for (;;) {
+		if (!rw_unlocked(s))
+			return; /* locked again: that holder's unlock sees the bits */
+		if ((s & RW_WRITERS_WAITING) || assume_ww) {
+			if (!cas_relaxed(&l->__state, &s, s & ~RW_WRITERS_WAITING))
+				continue;
+			assume_ww = false;
+			s &= ~RW_WRITERS_WAITING;
+			/* Writers only: wake one; it takes the lock (re-setting the
+			 * bit for any other sleeping writer). With readers waiting
+			 * too, they stay blocked behind that writer — unless no
+			 * writer was asleep to take it: then wake the readers. */
+			if (wake_writer(l) > 0 || !(s & RW_READERS_WAITING))
+				return;
+		}
+		if (!(s & RW_READERS_WAITING))
+			return;
+		if (cas_relaxed(&l->__state, &s, s & ~RW_READERS_WAITING)) {
+			ursa_k_futex_wake(&l->__state, INT_MAX, rw_shared(l));
+			return;
+		}
+	}
+}
+
+/* ---- steps (shared with lib/async.c) -------------------------------- */
+
+int ursa__rwlock_rd_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	(void)w;
+	uint32_t s = ld_relaxed(&l->__state);
+	for (;;) {
+		if (rw_read_lockable(s)) {
+			if (cas_acq(&l->__state, &s, s + 1))
+				return URSA_STEP_DONE;
+			continue;
+		}
+		if (rw_count(s) == RW_MAX_READERS) {
+			/* One more reader would overflow the count. If an earlier
+			 * step of ours set READERS_WAITING and no writer waits
+			 * any more, nobody would clear it before the readers
+			 * drain: clear it and let the other readers in. */
+			if ((s & RW_WAITING) == RW_READERS_WAITING &&
+			    cas_relaxed(&l->__state, &s, s & ~RW_READERS_WAITING))
+				ursa_k_futex_wake(&l->__state, INT_MAX, rw_shared(l));
+			return -EAGAIN;
+		}
+		/* Announce ourselves so that the unlock that makes the lock
+		 * readable wakes us. Relaxed: the bit publishes no data. */
+		if (!(s & RW_READERS_WAITING)) {
+			if (!cas_relaxed(&l->__state, &s, s | RW_READERS_WAITING))
+				continue;
+			s |= RW_READERS_WAITING;
+		}
+		out->addr = &l->__state;
+		out->val = s;
+		out->shared = rw_shared(l);
+		out->bounded = false;
+		return URSA_STEP_WAIT;
+	}
+}
+
+int ursa__rwlock_rd_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
+{
+	/* Readers are woken all together, never singled out: a reader that
+	 * gives up took no wake from anyone else. Its READERS_WAITING bit, if
+	 * still set, is cleared by the next unlock (one spare wake). */
+	(void)l;
+	(void)w;
+	return 0;
+}
+
+/*
+ * w->registered: this writer has announced itself (WRITERS_WAITING was set
+ * when it last looked); it then keeps the bit when it takes the lock (Rust's
+ * other_writers_waiting). w->aux: the __notify snapshot it sleeps on.
+ */
+int ursa__rwlock_wr_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	uint32_t s = ld_relaxed(&l->__state);
+	for (;;) {
+		if (rw_unlocked(s)) {
+			uint32_t keep = w->registered ? RW_WRITERS_WAITING : 0;
+			if (cas_acq(&l->__state, &s, s | RW_WRITE_LOCKED | keep)) {
+				w->registered = 0;
+				return URSA_STEP_DONE;
+			}
+			continue;
+		}
+		if (!(s & RW_WRITERS_WAITING)) {
+			if (!cas_relaxed(&l->__state, &s, s | RW_WRITERS_WAITING))
+				continue;
+		}
+		w->registered = 1;
+		/* Snapshot the counter BEFORE re-checking the state (acquire:
+		 * the re-load below cannot be satisfied from before it). A wake
+		 * that the re-check misses must bump the counter after our
+		 * snapshot, so the futex wait cannot sleep through it. */
+		uint32_t seq = ld_acquire(&l->__notify);
+		s = ld_relaxed(&l->__state);
+		if (rw_unlocked(s) || !(s & RW_WRITERS_WAITING))
+			continue; /* released, or a waker is at work: try again */
+		w->aux = seq;
+		out->addr = &l->__notify;
+		out->val = seq;
+		out->shared = seq & RW_NOTIFY_SHARED;
+		out->bounded = false;
+		return URSA_STEP_WAIT;
+	}
+}
+
+/*
+ * A writer gives up (deadline, cancel). Two things may need repair:
+ *
+ * - It may have been the one writer an unlocker woke, clearing
+ *   WRITERS_WAITING and leaving other writers (and maybe readers) asleep,
+ *   all counting on it to take the lock and unlock it later. (The blocking
+ *   path always steps after a wake, so there the state is consistent; a
+ *   ring waiter whose cancel lost to a wake, or whose wait the kernel
+ *   refused, may not have stepped.)
+ * - Its WRITERS_WAITING may now be a phantom: on a read-locked lock it
+ *   shuts out every new reader until the current readers leave, for a
+ *   writer that no longer waits. There is no count of waiting writers, so
+ *   it cannot tell whether the bit is still someone else's too.
+ *
+ * So:
+ *   - unlocked: do what an unlocker would do, as if writers were waiting:
+ *     wake one writer, or the readers if no writer was asleep;
+ *   - write-locked: make sure WRITERS_WAITING is set, so the holder's unlock
+ *     wakes the next writer (a phantom bit costs that unlock one wake of
+ *     nobody, then falls through to the readers; it blocks no one extra);
+ *   - read-locked: clear both waiting bits, then wake every writer and every
+ *     reader. Live writers step again and re-announce themselves (setting the
+ *     bit anew); blocked readers join the current ones. A thundering herd,
+ *     but only when a writer gives up while readers hold the lock.
+ */
+int ursa__rwlock_wr_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
+{
+	if (!w->registered)
+		return 0;
+	w->registered = 0;
+	uint32_t s = ld_relaxed(&l->__state);
+	for (;;) {
+		if (rw_unlocked(s)) {
+			wake_writer_or_readers(l, s, true);
+			return 0;
+		}
+		if (rw_write_locked(s)) {
+			if ((s & RW_WRITERS_WAITING) ||
+			    cas_relaxed(&l->__state, &s, s | RW_WRITERS_WAITING))
+				return 0;
+			continue;
+		}
+		if (!cas_relaxed(&l->__state, &s, s & ~RW_WAITING))
+			continue;
+		wake_writers(l, INT_MAX);
+		if (s & RW_READERS_WAITING)
+			ursa_k_futex_wake(&l->__state, INT_MAX, rw_shared(l));
+		return 0;
+	}
+}
+
+static int rd_step(void *l, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	return ursa__rwlock_rd_step(l, w, out);
+}
+
+static int rd_abandon(void *l, struct ursa_waiter *w)
+{
+	return ursa__rwlock_rd_abandon(l, w);
+}
+
+static int wr_step(void *l, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	return ursa__rwlock_wr_step(l, w, out);
+}
+
+static int wr_abandon(void *l, struct ursa_waiter *w)
+{
+	return ursa__rwlock_wr_abandon(l, w);
+}
+
+/* ---- read side ------------------------------------------------------ */
+
+static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
+{
+	/* Spin while a writer holds the lock with nobody queued: cheaper than
+	 * a futex round trip for a short critical section. Stop as soon as a
+	 * waiting bit shows (others sleep; queue behind them). */
+	for (int i = 0; i < URSA_SPIN; i++) {
+		uint32_t s = ld_relaxed(&l->__state);
+		if (rw_read_lockable(s)) {
+			if (cas_acq(&l->__state, &s, s + 1))
+				return 0;
+			continue;
+		}
+		if ((s & RW_WAITING) || !rw_write_locked(s))
+			break;
+		ursa_cpu_relax();
+	}
+	struct ursa_waiter w = {0};
+	return ursa__block(l, rd_step, rd_abandon, &w, clk, abs);
+}
+
+int ursa_rwlock_rdlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t s = ld_relaxed(&l->__state);
+	if (likely(rw_read_lockable(s)) && cas_acq(&l->__state, &s, s + 1))
+		return 0;
+	return rdlock_slow(l, CLOCK_MONOTONIC, NULL);
+}
+
+int ursa_rwlock_tryrdlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t s = ld_relaxed(&l->__state);
+	while (rw_read_lockable(s)) {
+		if (cas_acq(&l->__state, &s, s + 1))
+			return 0;
+	}
+	return rw_count(s) == RW_MAX_READERS ? -EAGAIN : -EBUSY;
+}
+
+int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	int r = ursa__check_deadline(clk, abs);
+	if (r)
+		return r;
+	uint32_t s = ld_relaxed(&l->__state);
+	if (likely(rw_read_lockable(s)) && cas_acq(&l->__state, &s, s + 1))
+		return 0;
+	return rdlock_slow(l, clk, abs);
+}
+
+static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
+{
+	uint32_t s = ld_relaxed(&l->__state);
+	for (;;) {
+		uint32_t c = rw_count(s);
+		if (c == 0 || c == RW_WRITE_LOCKED)
+			return -EPERM;
+		/* Release: our reads of the protected data happen before the
+		 * next writer's writes. */
+		if (!cas_rel(&l->__state, &s, s - 1))
+			continue;
+		s -= 1;
+		/* The last reader out wakes whoever waits. (Readers can only be
+		 * waiting on a read-locked lock behind a waiting writer, but any
+		 * bit is handled, in case a waiter gave up.) */
+		if (rw_unlocked(s) && (s & RW_WAITING))
+			wake_writer_or_readers(l, s, false);
+		return 0;
+	}
+}
+
+int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t s = ld_relaxed(&l->__state);
+	uint32_t c = rw_count(s);
+	/* Fast: one of 1..MAX_READERS readers leaves and nobody needs a wake
+	 * (not the last reader, or no waiting bit). c - 1 wraps for c == 0. */
+	if (likely(c - 1 < RW_MAX_READERS && (c > 1 || !(s & RW_WAITING))) &&
+	    cas_rel(&l->__state, &s, s - 1))
+		return 0;
+	return rdunlock_slow(l);
+}
+
+/* ---- write side ----------------------------------------------------- */
+
+static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
+{
+	/* Spin until free, or until writers are queued (then queue too). */
+	for (int i = 0; i < URSA_SPIN; i++) {
+		uint32_t s = ld_relaxed(&l->__state);
+		if (rw_unlocked(s)) {
+			if (cas_acq(&l->__state, &s, s | RW_WRITE_LOCKED))
+				return 0;
+			continue;
+		}
+		if (s & RW_WRITERS_WAITING)
+			break;
+		ursa_cpu_relax();
+	}
+	struct ursa_waiter w = {0};
+	return ursa__block(l, wr_step, wr_abandon, &w, clk, abs);
+}
+
+int ursa_rwlock_wrlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t e = 0;
+	if (likely(cas_acq(&l->__state, &e, RW_WRITE_LOCKED)))
+		return 0;
+	return wrlock_slow(l, CLOCK_MONOTONIC, NULL);
+}
+
+int ursa_rwlock_trywrlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t s = 0;
+	if (likely(cas_acq(&l->__state, &s, RW_WRITE_LOCKED)))
+		return 0;
+	/* Free but with a waiting bit (an unlocker is mid-wake): take it,
+	 * keeping the bits; our unlock then does the waking. */
+	while (rw_unlocked(s)) {
+		if (cas_acq(&l->__state, &s, s | RW_WRITE_LOCKED))
+			return 0;
+	}
+	return -EBUSY;
+}
+
+int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	int r = ursa__check_deadline(clk, abs);
+	if (r)
+		return r;
+	uint32_t e = 0;
+	if (likely(cas_acq(&l->__state, &e, RW_WRITE_LOCKED)))
+		return 0;
+	return wrlock_slow(l, clk, abs);
+}
+
+static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
+{
+	uint32_t s = ld_relaxed(&l->__state);
+	for (;;) {
+		if (!rw_write_locked(s))
+			return -EPERM;
+		if (!cas_rel(&l->__state, &s, s - RW_WRITE_LOCKED))
+			continue;
+		s -= RW_WRITE_LOCKED;
+		if (s & RW_WAITING)
+			wake_writer_or_readers(l, s, false);
+		return 0;
+	}
+}
+
+int ursa_rwlock_wrunlock(ursa_rwlock_t *l)
+{
+	if (unlikely(!l))
+		return -EINVAL;
+	uint32_t e = RW_WRITE_LOCKED;
+	if (likely(cas_rel(&l->__state, &e, 0)))
+		return 0;
+	return wrunlock_slow(l);
+}

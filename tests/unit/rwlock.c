@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/rwlock.c — ursa_rwlock_t: exclusion, writer preference,
+ * errors, timeouts, sharing across threads and processes. */
+#define _GNU_SOURCE /* gettid */
+#include "tests/helpers.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TestSuite(rwlock, .timeout = 60);
+
+/* A child process blocked by a bug must not outlive the test that timed
+ * out: it gets SIGKILL when its parent dies. (t_fork_all's children do
+ * this themselves; this is for the test's own fork.) */
+static void die_with_parent(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/*
+ * White-box constants, from lib/rwlock.c's layout: the reader count is the
+ * low 29 bits of __state. Used only where a black-box test cannot get in
+ * reasonable time (2^29 read locks) or to see that a waiter announced
+ * itself before we go on.
+ */
+#define T_RW_MAX_READERS     ((1u << 29) - 2)
+#define T_RW_READERS_WAITING (1u << 29)
+#define T_RW_WRITERS_WAITING (1u << 30)
+
+static uint32_t peek_state(ursa_rwlock_t *l)
+{
+	return __atomic_load_n(&l->__state, __ATOMIC_ACQUIRE);
+}
+
+/* Spin (yielding) until pred on the state holds; the suite timeout catches
+ * a state that never comes. */
+static void wait_state_bits(ursa_rwlock_t *l, uint32_t bits)
+{
+	while ((peek_state(l) & bits) != bits)
+		sched_yield();
+}
+
+/* True when thread tid of this process is asleep (state S): the threads
+ * that use it have nothing to sleep on but the futex under test. */
+static bool thread_sleeping(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	FILE *f = fopen(path, "r");
+	cr_assert(f != NULL, "open %s", path);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void wait_thread_sleeping(atomic_int *tid)
+{
+	while (atomic_load(tid) == 0)
+		sched_yield();
+	/* Seen asleep twice in a row, to be sure it is the futex sleep. */
+	for (int seen = 0; seen < 2;) {
+		seen = thread_sleeping(atomic_load(tid)) ? seen + 1 : 0;
+		sched_yield();
+	}
+}
+
+Test(rwlock, sizes)
+{
+	cr_assert_leq(sizeof(ursa_rwlock_t), 8);
+	cr_assert_eq(_Alignof(ursa_rwlock_t), 4);
+}
+
+Test(rwlock, zero_is_unlocked)
+{
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0, "readers share the lock");
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY, "one reader still holds it");
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+}
+
+Test(rwlock, blocking_calls_uncontended)
+{
+	ursa_rwlock_t l;
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, NULL), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_REALTIME, NULL), 0);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	}
+}
+
+Test(rwlock, bad_input)
+{
+	ursa_rwlock_t l;
+	struct timespec ts = {0, 0};
+	cr_assert_eq(ursa_rwlock_init(NULL, 0), -EINVAL);
+	cr_assert_eq(ursa_rwlock_init(&l, 0x2), -EINVAL);
+	cr_assert_eq(ursa_rwlock_init(&l, ~0u), -EINVAL);
+	cr_assert_eq(ursa_rwlock_init(&l, 0), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_tryrdlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedrdlock(NULL, CLOCK_MONOTONIC, NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_rdunlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_wrlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_trywrlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(NULL, CLOCK_MONOTONIC, NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_wrunlock(NULL), -EINVAL);
+	cr_assert_eq(ursa_rwlock_destroy(NULL), -EINVAL);
+	/* Bad clocks and malformed deadlines, on a free lock: nothing taken. */
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_PROCESS_CPUTIME_ID, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_THREAD_CPUTIME_ID, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_BOOTTIME, NULL), -EINVAL);
+	ts.tv_nsec = 1000000000L;
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_REALTIME, &ts), -EINVAL);
+	ts.tv_nsec = -1;
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_REALTIME, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	ts.tv_nsec = 0;
+	ts.tv_sec = -1;
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	/* Nothing was taken by the failed calls, and the lock works. */
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	/* The same with a lock held: a bad deadline is refused before waiting. */
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	ts.tv_sec = 0;
+	ts.tv_nsec = 2000000000L;
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &ts), -EINVAL);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+}
+
+static void check_unlock_errors(unsigned flags)
+{
+	ursa_rwlock_t l;
+	cr_assert_eq(ursa_rwlock_init(&l, flags), 0);
+	/* Unlocked: neither unlock is allowed. */
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0, "the errors changed nothing");
+	/* Write-locked: no reader to drop; the write lock stays. */
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), -EPERM, "already unlocked");
+	/* Read-locked: no writer to drop; the readers stay. */
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY, "one reader left");
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), -EPERM, "no reader left");
+	/* Still fully usable. */
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+}
+
+Test(rwlock, unlock_not_held_is_eperm)
+{
+	check_unlock_errors(0);
+	check_unlock_errors(URSA_SHARED);
+}
+
+Test(rwlock, destroy_held_is_ebusy)
+{
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+}
+
+/* White-box: 2^29 - 2 readers would take seconds to create for real. */
+Test(rwlock, reader_overflow_is_eagain)
+{
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 1000);
+	__atomic_store_n(&l.__state, T_RW_MAX_READERS - 1, __ATOMIC_RELAXED);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0, "the last reader that fits");
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, &dl), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(peek_state(&l), T_RW_MAX_READERS, "the refusals changed nothing");
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0, "room again after one left");
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(peek_state(&l), T_RW_MAX_READERS - 1);
+}
+
+/* ---- timeouts -------------------------------------------------------- */
+
+Test(rwlock, timed_past_deadline)
+{
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct timespec past = t_deadline(clks[i], -10);
+		struct timespec epoch = {0, 0};
+		/* Free: a past deadline still takes the lock (one try). */
+		cr_assert_eq(ursa_rwlock_timedrdlock(&l, clks[i], &past), 0);
+		cr_assert_eq(ursa_rwlock_timedrdlock(&l, clks[i], &epoch), 0);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, clks[i], &past), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, clks[i], &past), 0);
+		/* Held: -ETIMEDOUT at once (a hang here is a bug; the suite
+		 * timeout reports it). */
+		cr_assert_eq(ursa_rwlock_timedrdlock(&l, clks[i], &past), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, clks[i], &epoch), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0, "the timeouts left nothing behind");
+	}
+}
+
+static void assert_past(clockid_t clk, struct timespec dl)
+{
+	struct timespec now;
+	clock_gettime(clk, &now);
+	cr_assert(now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec),
+		  "returned before the deadline");
+}
+
+Test(rwlock, timed_short_timeout_both_clocks)
+{
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	for (int i = 0; i < 2; i++) {
+		struct timespec dl;
+		/* Write-held: both kinds time out. */
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		dl = t_deadline(clks[i], 20);
+		cr_assert_eq(ursa_rwlock_timedrdlock(&l, clks[i], &dl), -ETIMEDOUT);
+		assert_past(clks[i], dl);
+		dl = t_deadline(clks[i], 20);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, clks[i], &dl), -ETIMEDOUT);
+		assert_past(clks[i], dl);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0, "waiting bits cleared by the unlock");
+		/* Read-held: a writer times out; readers still get in. */
+		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+		dl = t_deadline(clks[i], 20);
+		cr_assert_eq(ursa_rwlock_timedwrlock(&l, clks[i], &dl), -ETIMEDOUT);
+		assert_past(clks[i], dl);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0, "waiting bits cleared by the unlock");
+		cr_assert_eq(ursa_rwlock_trywrlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	}
+}
+
+/* ---- waiters are woken ---------------------------------------------- */
+
+struct wake_ctx {
+	ursa_rwlock_t l;
+	atomic_int started;
+	atomic_int inside; /* readers holding the lock now */
+	atomic_int all_in; /* set once every reader was inside together */
+	atomic_int order;  /* ticket counter for entry order */
+	atomic_int writer_tid;
+	int writer_ticket;
+	int reader_ticket;
+	atomic_int errors;
+};
+
+static void *reader_until_all_in(void *arg)
+{
+	struct wake_ctx *x = arg;
+	atomic_fetch_add(&x->started, 1);
+	if (ursa_rwlock_rdlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	atomic_fetch_add(&x->inside, 1);
+	/* Hold the read lock until every reader holds it: proves the one
+	 * write unlock woke them all, not one by one. */
+	while (!atomic_load(&x->all_in))
+		sched_yield();
+	if (ursa_rwlock_rdunlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	return NULL;
+}
+
+static void check_wake_all_readers(unsigned flags)
+{
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
+	pthread_t t[3];
+	t_spawn(t, 3, reader_until_all_in, &x, 0);
+	wait_state_bits(&x.l, T_RW_READERS_WAITING); /* at least one announced */
+	while (atomic_load(&x.started) < 3)
+		sched_yield();
+	cr_assert_eq(atomic_load(&x.inside), 0, "a reader got in past a writer");
+	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
+	while (atomic_load(&x.inside) < 3)
+		sched_yield();
+	atomic_store(&x.all_in, 1);
+	t_join_all(t, 3);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+}
+
+Test(rwlock, write_unlock_wakes_all_readers)
+{
+	check_wake_all_readers(0);
+	check_wake_all_readers(URSA_SHARED);
+}
+
+static void *ticket_writer(void *arg)
+{
+	struct wake_ctx *x = arg;
+	atomic_store(&x->writer_tid, gettid());
+	if (ursa_rwlock_wrlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	x->writer_ticket = atomic_fetch_add(&x->order, 1);
+	if (ursa_rwlock_wrunlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	return NULL;
+}
+
+static void *ticket_reader(void *arg)
+{
+	struct wake_ctx *x = arg;
+	atomic_fetch_add(&x->started, 1);
+	if (ursa_rwlock_rdlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	x->reader_ticket = atomic_fetch_add(&x->order, 1);
+	if (ursa_rwlock_rdunlock(&x->l) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	return NULL;
+}
+
+/* A waiting writer shuts out new readers, and gets the lock before them
+ * when the current readers leave. Deterministic: no timing involved. */
+static void check_writer_preference(unsigned flags)
+{
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&x.l), 0);
+	pthread_t w, r;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	/* Once the writer waits, new readers are refused, even though only
+	 * readers hold the lock. */
+	while (ursa_rwlock_tryrdlock(&x.l) == 0)
+		cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&x.l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), -EBUSY);
+	/* The writer must be asleep when the last reader leaves: a writer
+	 * still on its way to sleep is not counted by the wake, and then the
+	 * unlocker wakes the readers too (by design), so the order is open. */
+	wait_thread_sleeping(&x.writer_tid);
+	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, &x), 0);
+	wait_state_bits(&x.l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
+	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(pthread_join(r, NULL), 0);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(x.writer_ticket, 0, "the waiting writer went first");
+	cr_assert_eq(x.reader_ticket, 1);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+}
+
+Test(rwlock, waiting_writer_goes_before_new_readers)
+{
+	check_writer_preference(0);
+	check_writer_preference(URSA_SHARED);
+}
+
+/* ---- a writer that gives up ----------------------------------------- */
+
+static void *timed_writer_20ms(void *arg)
+{
+	ursa_rwlock_t *l = arg;
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 20);
+	intptr_t r = ursa_rwlock_timedwrlock(l, CLOCK_MONOTONIC, &dl);
+	if (r == 0)
+		ursa_rwlock_wrunlock(l);
+	return (void *)r;
+}
+
+static void *other_tryrdlock(void *arg)
+{
+	ursa_rwlock_t *l = arg;
+	intptr_t r = ursa_rwlock_tryrdlock(l);
+	if (r == 0)
+		ursa_rwlock_rdunlock(l);
+	return (void *)r;
+}
+
+static int in_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	void *res;
+	cr_assert_eq(pthread_create(&t, NULL, fn, arg), 0);
+	cr_assert_eq(pthread_join(t, &res), 0);
+	return (int)(intptr_t)res;
+}
+
+/* A writer that timed out must not keep shutting out readers while other
+ * readers hold the lock. */
+Test(rwlock, timed_out_writer_stops_blocking_readers)
+{
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		ursa_rwlock_t l;
+		cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+		cr_assert_eq(in_thread(timed_writer_20ms, &l), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0, "a phantom writer blocks readers");
+		cr_assert_eq(in_thread(other_tryrdlock, &l), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	}
+}
+
+/* ...but a writer still waiting keeps its preference when another gives
+ * up (the give-up clears the bit and wakes the writers to re-announce). */
+static void check_live_writer_survives_timeout(unsigned flags)
+{
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&x.l), 0);
+	pthread_t w, r;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	wait_state_bits(&x.l, T_RW_WRITERS_WAITING);
+	wait_thread_sleeping(&x.writer_tid);
+	cr_assert_eq(in_thread(timed_writer_20ms, &x.l), -ETIMEDOUT);
+	/* The live writer re-announces itself: readers are refused again. */
+	int r_ok;
+	while ((r_ok = ursa_rwlock_tryrdlock(&x.l)) == 0)
+		cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(r_ok, -EBUSY);
+	wait_thread_sleeping(&x.writer_tid);
+	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, &x), 0);
+	wait_state_bits(&x.l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
+	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(pthread_join(r, NULL), 0);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(x.writer_ticket, 0, "the live writer went first");
+	cr_assert_eq(x.reader_ticket, 1);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+}
+
+Test(rwlock, live_writer_keeps_preference_after_another_times_out)
+{
+	check_live_writer_survives_timeout(0);
+	check_live_writer_survives_timeout(URSA_SHARED);
+}
+
+/* ---- writer progress against a stream of readers --------------------- */
+
+struct stream {
+	ursa_rwlock_t l;
+	atomic_int stop;
+	atomic_long entries; /* read-lock entries so far */
+	long writes;	     /* protected by the write lock */
+	atomic_int errors;
+};
+
+/*
+ * Readers pass a baton: each holds its read lock until another reader has
+ * entered after it (or, bounded, for a while), so without writer preference
+ * the read count would never drop to zero and a writer would never get in.
+ * The bound lets a holder leave once new readers are shut out.
+ */
+static void *stream_reader(void *arg)
+{
+	struct stream *s = arg;
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+		if (ursa_rwlock_rdlock(&s->l) != 0) {
+			atomic_fetch_add(&s->errors, 1);
+			break;
+		}
+		long seen = s->writes;
+		long me = atomic_fetch_add_explicit(&s->entries, 1, memory_order_relaxed);
+		for (int i = 0;
+		     i < 200 && atomic_load_explicit(&s->entries, memory_order_relaxed) == me + 1;
+		     i++)
+			sched_yield();
+		if (s->writes != seen)
+			atomic_fetch_add(&s->errors, 1); /* a writer got in */
+		if (ursa_rwlock_rdunlock(&s->l) != 0)
+			atomic_fetch_add(&s->errors, 1);
+	}
+	return NULL;
+}
+
+Test(rwlock, writer_progresses_against_reader_stream)
+{
+	static struct stream s;
+	memset(&s, 0, sizeof(s));
+	pthread_t t[3];
+	t_spawn(t, 3, stream_reader, &s, 0);
+	while (atomic_load(&s.entries) < 1000)
+		sched_yield();
+	/* With reader preference, the readers' baton keeps the count above
+	 * zero and this loop never ends (the suite timeout fails it). */
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(ursa_rwlock_wrlock(&s.l), 0);
+		s.writes++;
+		cr_assert_eq(ursa_rwlock_wrunlock(&s.l), 0);
+	}
+	atomic_store(&s.stop, 1);
+	t_join_all(t, 3);
+	cr_assert_eq(atomic_load(&s.errors), 0);
+	cr_assert_eq(s.writes, 200);
+	cr_assert_eq(ursa_rwlock_destroy(&s.l), 0);
+}
+
+/* ---- readers/writers invariants under threads ------------------------ */
+
+/* The bookkeeping atomics are relaxed, so they add no ordering of their
+ * own: only the lock orders the plain data, and ThreadSanitizer sees a
+ * lock that fails to (a missing acquire or release) as a data race. */
+#define RLX memory_order_relaxed
+
+struct rw_excl {
+	ursa_rwlock_t l;
+	atomic_int writers_inside;
+	atomic_int readers_inside;
+	atomic_int violations;
+	atomic_int errors;
+	long data[4]; /* written only under the write lock; all equal */
+	long writes;  /* protected by the write lock */
+	long iters;
+};
+
+static int rw_lock(struct rw_excl *x, bool write, long i)
+{
+	int r;
+	clockid_t clk;
+	struct timespec dl;
+	switch (i % 5) {
+	case 0: /* try, falling back to blocking */
+		r = write ? ursa_rwlock_trywrlock(&x->l) : ursa_rwlock_tryrdlock(&x->l);
+		if (r == -EBUSY)
+			r = write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
+		return r;
+	case 1: /* timed, retried on timeout: exercises abandon */
+		clk = (i & 8) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+		do {
+			dl = t_deadline(clk, (i & 16) ? 0 : 1);
+			r = write ? ursa_rwlock_timedwrlock(&x->l, clk, &dl)
+				  : ursa_rwlock_timedrdlock(&x->l, clk, &dl);
+		} while (r == -ETIMEDOUT);
+		return r;
+	default:
+		return write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
+	}
+}
+
+static void *rw_worker(void *arg)
+{
+	struct rw_excl *x = arg;
+	for (long i = 0; i < x->iters; i++) {
+		bool write = (i % 3) == 0;
+		if (rw_lock(x, write, i / 3) != 0) {
+			atomic_fetch_add(&x->errors, 1);
+			return NULL;
+		}
+		if (write) {
+			if (atomic_fetch_add_explicit(&x->writers_inside, 1, RLX) != 0 ||
+			    atomic_load_explicit(&x->readers_inside, RLX) != 0)
+				atomic_fetch_add_explicit(&x->violations, 1, RLX);
+			x->writes++;
+			for (int k = 0; k < 4; k++)
+				x->data[k]++;
+			if ((i & 63) == 0)
+				sched_yield(); /* hold it across a reschedule */
+			atomic_fetch_sub_explicit(&x->writers_inside, 1, RLX);
+			if (ursa_rwlock_wrunlock(&x->l) != 0)
+				atomic_fetch_add(&x->errors, 1);
+		} else {
+			atomic_fetch_add_explicit(&x->readers_inside, 1, RLX);
+			if (atomic_load_explicit(&x->writers_inside, RLX) != 0)
+				atomic_fetch_add_explicit(&x->violations, 1, RLX);
+			for (int k = 1; k < 4; k++) /* torn by a writer? */
+				if (x->data[k] != x->data[0])
+					atomic_fetch_add_explicit(&x->violations, 1, RLX);
+			if ((i & 63) == 1)
+				sched_yield();
+			atomic_fetch_sub_explicit(&x->readers_inside, 1, RLX);
+			if (ursa_rwlock_rdunlock(&x->l) != 0)
+				atomic_fetch_add(&x->errors, 1);
+		}
+	}
+	return NULL;
+}
+
+static void run_rw_excl(unsigned flags, int nthreads, long iters)
+{
+	static struct rw_excl x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
+	x.iters = iters;
+	pthread_t t[8];
+	t_spawn(t, nthreads, rw_worker, &x, 0);
+	t_join_all(t, nthreads);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(atomic_load(&x.violations), 0);
+	long writes_each = (iters + 2) / 3;
+	cr_assert_eq(x.writes, nthreads * writes_each);
+	cr_assert_eq(x.data[3], nthreads * writes_each);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
+}
+
+Test(rwlock, invariants_threads_private)
+{
+	run_rw_excl(0, 4, 60000);
+}
+
+Test(rwlock, invariants_threads_shared_flag)
+{
+	run_rw_excl(URSA_SHARED, 4, 40000);
+}
+
+/* ---- across processes ------------------------------------------------- */
+
+struct prw {
+	ursa_rwlock_t l;
+	int writers_inside;
+	int readers_inside;
+	int violations;
+	long data[4];
+	long writes;
+};
+
+static bool prw_child(int idx, void *arg)
+{
+	struct prw *x = arg;
+	for (int i = 0; i < 20000; i++) {
+		bool write = ((i + idx) % 4) == 0;
+		if (write) {
+			if (ursa_rwlock_wrlock(&x->l) != 0)
+				return false;
+			if (__atomic_fetch_add(&x->writers_inside, 1, __ATOMIC_RELAXED) != 0 ||
+			    __atomic_load_n(&x->readers_inside, __ATOMIC_RELAXED) != 0)
+				__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
+			x->writes++;
+			for (int k = 0; k < 4; k++)
+				x->data[k]++;
+			__atomic_fetch_sub(&x->writers_inside, 1, __ATOMIC_RELAXED);
+			if (ursa_rwlock_wrunlock(&x->l) != 0)
+				return false;
+		} else {
+			int r = (i & 1) ? ursa_rwlock_rdlock(&x->l) : ursa_rwlock_tryrdlock(&x->l);
+			if (r == -EBUSY)
+				r = ursa_rwlock_rdlock(&x->l);
+			if (r != 0)
+				return false;
+			__atomic_fetch_add(&x->readers_inside, 1, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&x->writers_inside, __ATOMIC_RELAXED) != 0)
+				__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
+			for (int k = 1; k < 4; k++)
+				if (x->data[k] != x->data[0])
+					__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&x->readers_inside, 1, __ATOMIC_RELAXED);
+			if (ursa_rwlock_rdunlock(&x->l) != 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+Test(rwlock, invariants_processes_shared)
+{
+	struct prw *x = t_shared_alloc(sizeof(*x));
+	cr_assert_eq(ursa_rwlock_init(&x->l, URSA_SHARED), 0);
+	cr_assert(t_fork_all(4, prw_child, x));
+	cr_assert_eq(x->violations, 0);
+	cr_assert_eq(x->writes, 4L * 5000);
+	cr_assert_eq(x->data[3], 4L * 5000);
+	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
+	t_shared_free(x, sizeof(*x));
+}
+
+/* A process blocked on a shared lock is woken by another process. */
+static bool pwait_child(int idx, void *arg)
+{
+	struct prw *x = arg;
+	int r = idx == 0 ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
+	if (r != 0)
+		return false;
+	__atomic_fetch_add(&x->writes, 1, __ATOMIC_RELAXED);
+	return (idx == 0 ? ursa_rwlock_wrunlock(&x->l) : ursa_rwlock_rdunlock(&x->l)) == 0;
+}
+
+Test(rwlock, processes_sleepers_are_woken)
+{
+	struct prw *x = t_shared_alloc(sizeof(*x));
+	cr_assert_eq(ursa_rwlock_init(&x->l, URSA_SHARED), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&x->l), 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		/* Child: one writer and two readers (processes) block. */
+		die_with_parent();
+		_exit(t_fork_all(3, pwait_child, x) ? 0 : 1);
+	}
+	wait_state_bits(&x->l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
+	cr_assert_eq(x->writes, 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&x->l), 0);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(x->writes, 3);
+	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
+	t_shared_free(x, sizeof(*x));
+}
