@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/cond.c — the 8-byte condition variable, used with ursa_mutex_t.
+ *
+ * Two 32-bit words:
+ *
+ *   __seq      the futex word: a sequence number, +1 per signal/broadcast
+ *              that found a registered waiter
+ *   __waiters  bit 31: SHARED (constant after init)
+ *              bits 0-30: registered waiters (blocked threads and ring
+ *              waiters), from begin until their step returns DONE or they
+ *              abandon
+ *
+ * Protocol:
+ *
+ *   wait:      holding m: waiters++, snap = __seq (both seq_cst); unlock m;
+ *              sleep while __seq == snap; when __seq != snap: waiters--,
+ *              relock m. (begin/step/abandon below; ursa_cond_wait and
+ *              lib/async.c run them.)
+ *   signal:    if waiters == 0: return (no system call). Else __seq++,
+ *              wake 1 on __seq.
+ *   broadcast: if waiters == 0: return. Else __seq++, wake all (INT_MAX:
+ *              the count is an int, UINT32_MAX would read as -1).
+ *
+ * Why no wakeup is lost: a waiter registers and snapshots __seq while it
+ * holds m, and only then unlocks m. A signaller that acts after that unlock
+ * (it locked m after the waiter released it, directly or through whoever
+ * changed the predicate) happens after the registration and the snapshot
+ * (m's release/acquire), so it sees waiters > 0 and its increment of __seq
+ * comes after the snapshot in __seq's modification order. The increment
+ * precedes its futex wake, and the kernel compares __seq under its
+ * hash-bucket lock: the waiter's futex wait either sees the new value and
+ * returns -EAGAIN at once, or is already queued when the wake comes. Which
+ * queued waiter a signal wakes: the kernel wakes equal-priority futex
+ * waiters (threads and io_uring waiters alike) in FIFO order, and every
+ * waiter queued before an increment holds an older snapshot than any waiter
+ * queued after it, so the one woken is one the signal was meant for. (The
+ * one exception: with real-time priorities, a signal made WITHOUT holding m
+ * can be taken by a higher-priority waiter that began waiting after the
+ * increment; it sees no change since its own snapshot and sleeps again.
+ * Signal while holding m, as POSIX advises for predictable scheduling, and
+ * this cannot happen: no waiter can begin between the increment and the
+ * wake.) A waiter that gives up after a signal may have taken that signal's
+ * wake; its abandon then reports the wait as woken (returns 1), so the
+ * signal is delivered, not lost.
+ *
+ * Spurious wakeups happen, as POSIX allows: one signal releases every
+ * registered waiter that had not yet gone to sleep (all see the new
+ * __seq), and a waiter woken for any other reason that sees any change
+ * since its snapshot returns. Callers wait in a loop on their predicate.
+ *
+ * ABA: __seq is 32 bits; a waiter that snapshots it, then is delayed before
+ * its futex wait while exactly 2^32 signals are made, would sleep through
+ * them. Not a practical risk (and the next signal wakes it).
+ *
+ * No requeue: a broadcast wakes every sleeper and they contend for m
+ * (ursa's mutex spins, then sleeps). Requeueing onto the mutex word would
+ * need the mutex to know about cond waiters, and ring waiters cannot be
+ * requeued from an io_uring FUTEX_WAIT anyway.
+ */
+#include "lib/internal.h"
+
+#define C_SHARED 0x80000000u
+#define C_COUNT	 0x7fffffffu
+
+/* Mutex word (include/ursa/mutex.h): bits 0-1 are its state, 0 = free. */
+#define C_MUTEX_STATE 0x3u
+
+_Static_assert(sizeof(ursa_cond_t) == 8, "ursa_cond_t must be 8 bytes");
+_Static_assert(_Alignof(ursa_cond_t) == 4, "ursa_cond_t must be 4-byte aligned");
+
+static inline bool c_shared(ursa_cond_t *c)
+{
+	return ld_relaxed(&c->__waiters) & C_SHARED;
+}
+
+int ursa_cond_init(ursa_cond_t *c, unsigned flags)
+{
+	if (!c || (flags & ~URSA_SHARED))
+		return -EINVAL;
+	__atomic_store_n(&c->__seq, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->__waiters, (flags & URSA_SHARED) ? C_SHARED : 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ursa_cond_destroy(ursa_cond_t *c)
+{
+	if (!c)
+		return -EINVAL;
+	/* Acquire pairs with the release of the last deregistration: once the
+	 * count reads 0, no waiter touches *c any more. */
+	return (ld_acquire(&c->__waiters) & C_COUNT) ? -EBUSY : 0;
+}
+
+static int cond_wake(ursa_cond_t *c, int n)
+{
+	if (!c)
+		return -EINVAL;
+	/* seq_cst load and increment: with the waiter's seq_cst registration
+	 * and snapshot these form one total order, which covers even callers
+	 * that publish their predicate through an atomic rather than m. */
+	uint32_t wv = __atomic_load_n(&c->__waiters, __ATOMIC_SEQ_CST);
+	if ((wv & C_COUNT) == 0)
+		return 0;
+	__atomic_fetch_add(&c->__seq, 1, __ATOMIC_SEQ_CST);
+	/* A wake cannot fail on a mapped word; there is nothing to undo. */
+	ursa_k_futex_wake(&c->__seq, n, wv & C_SHARED);
+	return 0;
+}
+
+int ursa_cond_signal(ursa_cond_t *c)
+{
+	return cond_wake(c, 1);
+}
+
+int ursa_cond_broadcast(ursa_cond_t *c)
+{
+	return cond_wake(c, INT_MAX);
+}
+
+/* ---- steps (shared with lib/async.c) -------------------------------- */
+
+static void cond_deregister(ursa_cond_t *c, struct ursa_waiter *w)
+{
+	if (w->registered) {
+		w->registered = 0;
+		__atomic_fetch_sub(&c->__waiters, 1, __ATOMIC_RELEASE);
+	}
+}
+
+int ursa__cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
+{
+	uint32_t cw = ld_relaxed(&c->__waiters);
+	uint32_t mw = ld_relaxed(&m->__word);
+	/* The contract wants c and m of one privacy: a private one of the
+	 * pair, placed in shared memory, would lose wakeups across processes
+	 * (private and shared futex keys never match). Refuse the mix. */
+	if (!(cw & C_SHARED) != !(mw & URSA__MUTEX_SHARED))
+		return -EINVAL;
+	/* We cannot tell who holds m (no owner is recorded), only that
+	 * someone does. */
+	if ((mw & C_MUTEX_STATE) == 0)
+		return -EPERM;
+	__atomic_fetch_add(&c->__waiters, 1, __ATOMIC_SEQ_CST);
+	w->aux = __atomic_load_n(&c->__seq, __ATOMIC_SEQ_CST);
+	w->registered = 1;
+	return 0;
+}
+
+int ursa__cond_step(ursa_cond_t *c, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux || !w->registered) {
+		cond_deregister(c, w);
+		return URSA_STEP_DONE;
+	}
+	out->addr = &c->__seq;
+	out->val = w->aux;
+	out->shared = c_shared(c);
+	out->bounded = false;
+	return URSA_STEP_WAIT;
+}
+
+int ursa__cond_abandon(ursa_cond_t *c, struct ursa_waiter *w)
+{
+	if (!w->registered)
+		return 0;
+	/* A signal came since begin: this waiter may be the one its wake
+	 * chose (a ring wait whose cancel lost to the wake). Report the wait
+	 * as woken rather than let the signal vanish; it is at worst a
+	 * spurious wakeup, which callers handle. */
+	bool signalled = __atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux;
+	cond_deregister(c, w);
+	return signalled ? 1 : 0;
+}
+
+static int cond_step(void *c, struct ursa_waiter *w, struct ursa_wait *out)
+{
+	return ursa__cond_step(c, w, out);
+}
+
+static int cond_abandon(void *c, struct ursa_waiter *w)
+{
+	return ursa__cond_abandon(c, w);
+}
+
+/* ---- blocking API --------------------------------------------------- */
+
+static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
+{
+	struct ursa_waiter w = {0};
+	int r = ursa__cond_begin(c, m, &w);
+	if (r)
+		return r;
+	r = ursa__mutex_unlock_fast(m);
+	if (r) {
+		/* Someone else unlocked m between our check and now (a caller
+		 * bug): like begin's -EPERM, nothing waited and m is not held. */
+		ursa__cond_abandon(c, &w);
+		return r;
+	}
+	r = ursa__block(c, cond_step, cond_abandon, &w, clk, abs);
+	/* Every return after the wait holds m again, timeouts included. A
+	 * lock of a valid mutex cannot fail. */
+	ursa__mutex_lock_fast(m);
+	return r;
+}
+
+int ursa_cond_wait(ursa_cond_t *c, ursa_mutex_t *m)
+{
+	if (!c || !m)
+		return -EINVAL;
+	return cond_wait(c, m, CLOCK_MONOTONIC, NULL);
+}
+
+int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
+{
+	if (!c || !m)
+		return -EINVAL;
+	int r = ursa__check_deadline(clk, abs);
+	if (r)
+		return r;
+	return cond_wait(c, m, clk, abs);
+}
