@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/fault/mutex_handoff_repro.c — reproduces, in C, the bug spin finds
+ * in lib/mutex.c (tests/models/mutex.pml, "KNOWN BUG"): a ring newcomer
+ * stranded on a HANDED mutex for good.
+ *
+ * Thread A builds a stale REQ: it holds m, starts a ring lock op W, makes W
+ * lose two races with two spurious futex wakes (W steps, loses, sets REQ),
+ * then cancels W (W abandons: COUNT 0, REQ stays). Then A unlocks, which
+ * hands off (CONTENDED|REQ -> HANDED) to nobody, while thread B, after a
+ * random delay, starts a ring lock op: a newcomer on HANDED, it registers
+ * and arms FUTEX_WAIT; A's take-back then sees COUNT 1 and leaves it
+ * HANDED. B's op never finishes (HANDED|COUNT 1 = 0xb for good).
+ *
+ * Not part of make check (it is a race, and it fails today): build and run
+ * it with `make repro-mutex-handoff`. Exit 0: no hang in N iterations;
+ * 1: the hang reproduced. Usage: mutex_handoff_repro [iterations]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <liburing.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <ursa.h>
+
+static ursa_mutex_t m;
+static atomic_int go, bdone, stop;
+static atomic_uint bdelay;
+
+static int reap(struct io_uring *r, struct ursa_op *op, long ms)
+{
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		io_uring_submit(r);
+		int rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
+		if (rc == -ETIME)
+			return -ETIME;
+		if (rc)
+			continue;
+		struct ursa_op *done = NULL;
+		ursa_handle_cqe(r, cqe, &done);
+		io_uring_cqe_seen(r, cqe);
+		if (done == op)
+			return op->res;
+	}
+}
+
+static void *thread_b(void *arg)
+{
+	struct io_uring r;
+	io_uring_queue_init(8, &r, 0);
+	for (;;) {
+		while (!atomic_load(&go))
+			if (atomic_load(&stop))
+				return NULL;
+		atomic_store(&go, 0);
+		unsigned d = atomic_load(&bdelay);
+		for (volatile unsigned i = 0; i < d; i++)
+			;
+		struct ursa_op op;
+		memset(&op, 0, sizeof(op));
+		int st = ursa_mutex_lock_async(&r, &m, &op);
+		int res = st == 1 ? op.res : reap(&r, &op, 2000);
+		if (res == -ETIME) {
+			printf("HANG: ring lock op not finished after 2 s; word %#x (delay %u)\n", m.__word, d);
+			fflush(stdout);
+			_exit(1);
+		}
+		ursa_mutex_unlock(&m);
+		atomic_store(&bdone, 1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 1 ? atoi(argv[1]) : 20000;
+	struct ursa_features f;
+	ursa_probe(&f);
+	if (!f.uring_futex) {
+		printf("skip: kernel lacks IORING_OP_FUTEX_WAIT/WAKE\n");
+		return 77;
+	}
+	struct io_uring r;
+	io_uring_queue_init(8, &r, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, thread_b, NULL);
+	int req_ok = 0;
+	for (int i = 0; i < iters; i++) {
+		ursa_mutex_lock(&m);
+		struct ursa_op w;
+		memset(&w, 0, sizeof(w));
+		if (ursa_mutex_lock_async(&r, &m, &w) != 0) { printf("start?\n"); return 2; }
+		io_uring_submit(&r);
+		for (int k = 0; k < 2; k++) {
+			/* a spurious wake: the op steps again (slept, loses), re-arms */
+			while (syscall(SYS_futex, &m.__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) != 1)
+				;
+			struct io_uring_cqe *cqe;
+			io_uring_wait_cqe(&r, &cqe);
+			struct ursa_op *done = NULL;
+			ursa_handle_cqe(&r, cqe, &done);
+			io_uring_cqe_seen(&r, cqe);
+			io_uring_submit(&r);
+		}
+		if (m.__word & 4)
+			req_ok++;
+		ursa_op_cancel(&r, &w);
+		int res = reap(&r, &w, 2000);
+		if (res != -ECANCELED) { printf("cancel res %d\n", res); return 2; }
+		/* stale REQ: word CONTENDED|REQ, COUNT 0 */
+		atomic_store(&bdelay, (unsigned)(rand() % 3000));
+		atomic_store(&bdone, 0);
+		atomic_store(&go, 1);
+		ursa_mutex_unlock(&m);
+		while (!atomic_load(&bdone))
+			;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(t, NULL);
+	printf("no hang in %d iterations (REQ set in %d)\n", iters, req_ok);
+	return 0;
+}
