@@ -278,6 +278,8 @@ static void cond_to_mutex(struct op_priv *p, int res)
 	p->stage = 1;
 	p->pending = res;
 	memset(&p->w, 0, sizeof(p->w));
+	p->w.slept = 1; /* a ring locker: see op_start */
+	p->w.aux = URSA_W_RING;
 }
 
 /* op_advance for wait-any (lib/wait_any_internal.h gives the loop). */
@@ -380,6 +382,12 @@ static int op_start(struct io_uring *r, struct ursa_op *op, enum op_kind kind, v
 	p->obj2 = obj2;
 	p->aux = aux;
 	memset(&p->w, 0, sizeof(p->w));
+	/* A ring locker's wake reaches it late: it may claim a hand-off from
+	 * its first step, and never sleeps on a HANDED mutex (lib/mutex.c). */
+	if (kind == K_MUTEX) {
+		p->w.slept = 1;
+		p->w.aux = URSA_W_RING;
+	}
 	op->__priv32 &= ~F_CANCEL;
 	op->res = 0;
 	/* Room first, so -EBUSY changes nothing. */

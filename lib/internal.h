@@ -66,9 +66,14 @@ struct ursa_wait {
 struct ursa_waiter {
 	uint32_t slept;      /* has slept at least once (may claim a hand-off) */
 	uint32_t losses;     /* woken, then lost the race to another locker */
-	uint32_t aux;        /* per primitive: a sequence/generation snapshot */
+	uint32_t aux;        /* per primitive: a sequence/generation snapshot;
+				mutex: URSA_W_* flags */
 	uint32_t registered; /* counted in the object's waiter count */
 };
+
+/* Mutex waiter flags in struct ursa_waiter.aux. */
+#define URSA_W_RING 0x1u /* an io_uring waiter (lib/async.c) */
+#define URSA_W_REQ 0x2u  /* this waiter has set the hand-off request */
 
 /* Step results. */
 #define URSA_STEP_DONE 0 /* taken */

@@ -5,18 +5,17 @@
  * The word (one futex, 32 bits):
  *
  *   bit 31      SHARED   process-shared (constant after init)
- *   bits 3-30   COUNT    registered waiters: waiters that have announced
- *                        themselves (their step said WAIT) and have not
- *                        finished (taken the lock or given up)
- *   bit 2       REQ      a starving waiter asks for a hand-off
+ *   bits 3-30   COUNT    registered waiters: every waiter whose step
+ *                        said WAIT, until it takes the lock or gives up
+ *   bit 2       REQ      a starving ring waiter asks for a hand-off
  *   bits 0-1    state    0 FREE, 1 LOCKED, 2 CONTENDED, 3 HANDED
  *
  *   FREE       unlocked.
- *   LOCKED     locked, no sleeper has announced itself: unlock needs no wake.
+ *   LOCKED     locked, no waiter registered: unlock needs no wake.
  *   CONTENDED  locked, waiters may sleep: unlock must wake one.
- *   HANDED     locked on behalf of the registered waiters; the first of
- *              them to step claims it (HANDED -> CONTENDED). Newcomers
- *              treat it as locked, so they cannot barge.
+ *   HANDED     locked on behalf of the waiters: the first registered or
+ *              woken waiter to step claims it (HANDED -> CONTENDED).
+ *              Newcomers treat it as locked, so they cannot barge.
  *
  * Uncontended, the word is 0 (or SHARED): lock and unlock are one inline
  * compare-and-swap each (include/ursa/mutex.h). Anything else goes out of
@@ -25,54 +24,66 @@
  *
  *   lock fast:   0 -> LOCKED                           (inline CAS)
  *   unlock fast: LOCKED -> 0                           (inline CAS)
- *   waiter step: FREE -> LOCKED, or CONTENDED when COUNT (less itself) > 0
- *                (others may sleep, so the next unlock must wake);
+ *   waiter step: FREE -> LOCKED, or CONTENDED when COUNT (less itself) > 0;
  *                LOCKED -> CONTENDED, then sleep while word == that value;
- *                HANDED -> CONTENDED if registered (claim), else sleep;
+ *                HANDED -> CONTENDED if registered or it has slept (claim),
+ *                else sleep on HANDED;
  *                it registers (COUNT + 1) in the CAS that announces it and
- *                deregisters in the CAS that takes the lock; after
- *                URSA_HANDOFF_AFTER lost races it also sets REQ.
+ *                deregisters in the CAS that takes the lock; a ring waiter
+ *                that has lost URSA_HANDOFF_AFTER races also sets REQ.
  *   unlock slow: CONTENDED -> FREE, wake 1;
  *                CONTENDED|REQ -> HANDED, wake 1. If the wake found nobody
- *                asleep and COUNT is 0, take it back (HANDED -> FREE, and
- *                wake 1 for any newcomer that slept on HANDED meanwhile);
- *                if COUNT > 0, a registered waiter is between two sleeps
- *                (a ring waiter whose CQE is on its way, a thread back from
- *                a spurious wake) and will claim it at its next step.
- *   abandon:     a registered waiter that gives up deregisters; if that
- *                leaves HANDED with COUNT 0, it takes the hand-off back.
+ *                asleep: COUNT 0 -> take it back (HANDED -> FREE, wake 1);
+ *                COUNT > 0 -> keep it: the requester is a registered ring
+ *                waiter between two waits (its CQE on its way), and claims
+ *                it at its next step.
+ *   abandon:     deregister; a requester also clears REQ. If that leaves a
+ *                HANDED lock with COUNT 0, or the abandoner was the
+ *                requester, take the hand-off back.
  *
- * Why no wakeup is lost: a waiter sleeps only on a value with state
- * CONTENDED or HANDED that it saw or stored; the kernel compares it under
- * the hash-bucket lock, so an unlock that changes the word first makes the
+ * Why no wakeup is lost: a waiter sleeps only on a value it saw or stored,
+ * with state CONTENDED or HANDED; the kernel compares it under the
+ * hash-bucket lock, so an unlock that changes the word first makes the
  * sleep return -EAGAIN, and an unlock after it finds the waiter queued and
- * wakes it. Every sleeper is registered, so any state with sleepers has
- * COUNT > 0 and is CONTENDED or HANDED, never LOCKED: a locker that takes
- * the lock while others are registered stores CONTENDED. (When COUNT is 0
- * it stores LOCKED, so the last waiter's unlock makes no wake syscall.) A HANDED lock is never stranded: the
- * unlocker woke a sleeper (whose next step claims it — a woken thread or
- * ring waiter always steps), or a registered waiter will step, or the last
- * party to see COUNT 0 (unlocker or abandoner) takes it back.
+ * wakes it. Every sleeper is registered, so COUNT > 0 while anyone may
+ * sleep, and a locker that takes a FREE lock then stores CONTENDED: its
+ * unlock wakes the next. (With COUNT 0 it stores LOCKED, so the last
+ * waiter's unlock makes no wake syscall.) A HANDED lock is never stranded:
+ * the unlocker woke a sleeper (whose next step claims it — a woken thread or
+ * ring waiter always steps), or the registered requester will step and
+ * claim it, or the requester gave up and took it back, or COUNT is 0 and the
+ * unlocker took it back.
  *
  * Ring waiters (lib/async.c) run the same step: their FUTEX_WAIT SQE
  * sleeps on the same value, and a woken ring waiter stores CONTENDED like a
  * woken thread, so the next sleeper's wake is never lost. Starvation: a
  * ring waiter's wake reaches it late (CQE, task_work, the loop's turn), and
  * under churn its re-armed FUTEX_WAIT often finds the word already changed
- * (-EAGAIN), so it is rarely asleep when an unlock wakes. After
- * URSA_HANDOFF_AFTER lost races it sets REQ; the next unlock hands the lock
- * to a sleeper or, the waiter being registered, keeps it HANDED until the
+ * (-EAGAIN), so it is rarely asleep when an unlock wakes; without help it
+ * loses every race to running threads. Ring waiters count as having slept
+ * from their first step (they may claim a hand-off, and never sleep on
+ * HANDED), and after URSA_HANDOFF_AFTER lost races one sets REQ: the next
+ * unlock hands the lock to a sleeper or keeps it HANDED until the ring
  * waiter's next step claims it. Running threads cannot take a HANDED lock,
- * so a starving waiter gets the lock within a few unlocks — parking_lot's
- * eventual fairness, counted in lost races instead of time.
+ * so a starving ring waiter gets the lock within a few unlocks —
+ * parking_lot's eventual fairness, counted in lost races instead of time.
+ * Blocked threads do not ask for hand-offs: the kernel queues them in FIFO
+ * order and an unlock wakes the oldest, as with glibc.
+ *
+ * The spin model tests/models/mutex.pml checks these rules exhaustively
+ * for three lockers (threads and a ring waiter that may be cancelled);
+ * it found a hang in an earlier version (a newcomer asleep on HANDED
+ * counted as a claimer).
  *
  * Limits: a registered waiter that vanishes without giving up — its process
  * killed, or its io_uring torn down with the wait in flight — leaves COUNT
- * raised: destroy then says -EBUSY, and a hand-off may wait for a claimer
- * that never comes. Blocked newcomers recover from that by themselves (a
- * sleep on HANDED is bounded to URSA_HANDED_SLEEP_MS; after it they are
- * registered and claim it); re-initialise a mutex whose ring was torn down
- * with lock ops in flight.
+ * raised (destroy then says -EBUSY; unlocks make a spare wake), and if it
+ * was a requester, a hand-off may wait for a claim that never comes.
+ * Blocked threads recover from that by themselves (a sleep on HANDED is
+ * bounded to URSA_HANDED_SLEEP_MS; after it they have slept and claim it),
+ * and ring lockers claim a HANDED lock at once; a wait-any in a ring has no
+ * such bound. Re-initialise a mutex whose ring was torn down with lock ops
+ * in flight.
  */
 #include "lib/internal.h"
 
@@ -104,13 +115,14 @@ static inline uint32_t m_taken(uint32_t v)
 	return (v & M_CNT) ? M_CONTENDED : M_LOCKED;
 }
 
-/* A HANDED lock nobody is going to claim (no sleeper was woken, no waiter
- * is registered) goes back to FREE; wake one newcomer that may have gone to
- * sleep on HANDED meanwhile. */
-static void m_take_back(ursa_mutex_t *m)
+/* A HANDED lock nobody is going to claim goes back to FREE; wake one
+ * sleeper (one that slept on HANDED meanwhile, or any other). Unless
+ * `force`, only when no waiter is registered (a registered ring requester
+ * in transit will claim it). */
+static void m_take_back(ursa_mutex_t *m, bool force)
 {
 	uint32_t v = ld_relaxed(&m->__word);
-	while ((v & M_STATE) == M_HANDED && !(v & M_CNT)) {
+	while ((v & M_STATE) == M_HANDED && (force || !(v & M_CNT))) {
 		if (cas_rel(&m->__word, &v, v & ~M_STATE)) {
 			ursa_k_futex_wake(&m->__word, 1, m_shared(v));
 			return;
@@ -141,7 +153,7 @@ int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
 		if (s == M_FREE) {
 			if (cas_acq(&m->__word, &v, (v - dereg) | m_taken(v - dereg)))
 				break;
-		} else if (s == M_HANDED && w->registered) {
+		} else if (s == M_HANDED && (w->registered || w->slept)) {
 			if (cas_acq(&m->__word, &v, ((v - dereg) & ~M_STATE) | M_CONTENDED))
 				break;
 		} else {
@@ -149,6 +161,7 @@ int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
 		}
 	}
 	w->registered = 0;
+	w->aux &= ~URSA_W_REQ;
 	return 0;
 }
 
@@ -159,33 +172,38 @@ int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *o
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		uint32_t s = v & M_STATE, want;
-		if (s == M_FREE || (s == M_HANDED && w->registered)) {
+		if (s == M_FREE || (s == M_HANDED && (w->registered || w->slept))) {
 			if (ursa__mutex_take(m, w) == 0)
 				return URSA_STEP_DONE;
 			v = ld_relaxed(&m->__word);
 			continue;
 		}
 		/* Locked: announce ourselves (CONTENDED, registered), ask for a
-		 * hand-off (REQ) after losing enough races, then sleep on
-		 * exactly the value we stored or saw. */
-		bool newcomer = !w->registered;
+		 * hand-off (REQ) after losing enough races if we are a ring
+		 * waiter, then sleep on exactly the value we stored or saw.
+		 * Every sleeper is registered, so COUNT > 0 whenever anyone
+		 * may sleep. A blocked thread that sleeps on HANDED bounds its
+		 * sleep: if the hand-off's claimer vanished (a killed process,
+		 * a torn-down ring), it costs a delay, not a deadlock — after
+		 * it the thread has slept and claims the lock itself. */
 		want = s == M_HANDED ? v : (v & ~M_STATE) | M_CONTENDED;
-		if (s != M_HANDED && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
+		bool req = s != M_HANDED && (w->aux & URSA_W_RING) && w->slept &&
+			   w->losses + 1 >= URSA_HANDOFF_AFTER;
+		if (req)
 			want |= M_REQ;
-		if (newcomer)
+		if (!w->registered)
 			want += M_CNT_ONE;
 		if (want != v && !cas_relaxed(&m->__word, &v, want))
 			continue;
 		w->registered = 1;
+		if (req)
+			w->aux |= URSA_W_REQ;
 		if (w->slept)
 			w->losses++;
 		out->addr = &m->__word;
 		out->val = want;
 		out->shared = m_shared(v);
-		/* A newcomer on HANDED bounds its sleep, so a hand-off whose
-		 * claimers vanished (killed, ring torn down) costs a delay, not
-		 * a deadlock: after it the waiter is registered and may claim. */
-		out->bounded = s == M_HANDED && newcomer;
+		out->bounded = s == M_HANDED && !(w->aux & URSA_W_RING);
 		return URSA_STEP_WAIT;
 	}
 }
@@ -194,10 +212,18 @@ int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
 {
 	if (!w->registered)
 		return 0;
-	uint32_t v = __atomic_fetch_sub(&m->__word, M_CNT_ONE, __ATOMIC_ACQ_REL) - M_CNT_ONE;
+	bool requester = w->aux & URSA_W_REQ;
+	uint32_t v = ld_relaxed(&m->__word);
+	/* Deregister; a requester also withdraws its REQ (another ring waiter
+	 * that still starves sets it again after its next lost race). */
+	while (!cas_acqrel(&m->__word, &v, (v - M_CNT_ONE) & ~(requester ? M_REQ : 0)))
+		;
+	v = (v - M_CNT_ONE) & ~(requester ? M_REQ : 0);
 	w->registered = 0;
-	if ((v & M_STATE) == M_HANDED && !(v & M_CNT))
-		m_take_back(m);
+	w->aux &= ~URSA_W_REQ;
+	/* A hand-off kept for us, or for nobody: take it back. */
+	if ((v & M_STATE) == M_HANDED && (requester || !(v & M_CNT)))
+		m_take_back(m, true);
 	return 0;
 }
 
@@ -283,7 +309,7 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			if (!cas_rel(&m->__word, &v, (v & ~(M_STATE | M_REQ)) | M_HANDED))
 				continue;
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
-				m_take_back(m); /* unless a registered waiter will claim it */
+				m_take_back(m, false); /* unless the requester will claim it */
 			return 0;
 		}
 		if (!cas_rel(&m->__word, &v, v & ~M_STATE))
