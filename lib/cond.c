@@ -200,8 +200,9 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struc
 	}
 	r = ursa__block(c, cond_step, cond_abandon, &w, clk, abs);
 	/* Every return after the wait holds m again, timeouts included. A
-	 * lock of a valid mutex cannot fail. */
-	ursa__mutex_lock_fast(m);
+	 * lock of a valid mutex cannot fail. No spinning: the signaller
+	 * usually still holds m, often on the CPU we were woken onto. */
+	ursa__mutex_lock_nospin(m);
 	return r;
 }
 

@@ -99,6 +99,10 @@ struct ursa_waiter {
 URSA_PRIVATE_FN int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w,
 				     struct ursa_wait *out);
 URSA_PRIVATE_FN int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w);
+/* Lock without spinning first: for a condvar waiter re-taking its mutex,
+ * whose signaller usually still holds it — and, woken onto the signaller's
+ * CPU, would only keep it from running by spinning. */
+URSA_PRIVATE_FN int ursa__mutex_lock_nospin(ursa_mutex_t *m);
 /* For wait-any: take the mutex as waiter w would (FREE; HANDED once w has
  * slept), deregistering w. 0 or -EBUSY; never waits. */
 URSA_PRIVATE_FN int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w);
