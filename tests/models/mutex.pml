@@ -12,30 +12,27 @@
  * FREE, no REQ, COUNT 0 (no registration leaked, a HANDED lock never
  * stranded) — with nobody asleep.
  *
- * The bounded sleep (struct ursa_wait.bounded: a blocking newcomer that
+ * The bounded sleep (struct ursa_wait.bounded: a blocking waiter that
  * sleeps on HANDED wakes after URSA_HANDED_SLEEP_MS and steps again,
  * lib/time.c) is modelled as a sleep that may end at any time and goes on
  * stepping. Ring waiters have no such bound (lib/async.c arms a plain
  * FUTEX_WAIT). With -DNO_BOUND the bound is left out for blocking waiters
  * too, to see whether progress depends on it.
  *
- * KNOWN BUG (reported to the lead; run.sh marks this configuration xfail,
- * the -DNO_RING one passes): a ring newcomer can sleep for ever on a
- * HANDED lock. Trail (3 lockers, NITER 2; spin finds it in ~3500 states):
- *   1. L2, a ring op that is cancelled, has slept and lost, so its last
- *      step sets REQ (word CONTENDED|REQ|COUNT 1); it abandons: COUNT 0,
- *      and nothing clears the now stale REQ (word CONTENDED|REQ).
- *   2. L1, the holder, unlocks: CONTENDED|REQ -> HANDED and wakes 1.
- *   3. L2 starts its next op (ursa_mutex_lock_async): a newcomer on HANDED,
- *      it registers (HANDED|COUNT 1) and arms FUTEX_WAIT on that value.
- *   4. L1's wake found nobody (L2 not queued yet); m_take_back sees COUNT
- *      1 ("a registered waiter will claim it") and leaves it HANDED.
- *   5. L2's FUTEX_WAIT sleeps: nobody will ever wake it, and nobody else
- *      can take a HANDED lock. A blocking newcomer in L2's place recovers
- *      only through the URSA_HANDED_SLEEP_MS bound (a 10 ms stall; with
- *      -DNO_BOUND -DNO_RING the same trail hangs); a ring one hangs for
- *      good. The same race exists between a registered waiter's abandon
- *      (its take-back sees the newcomer's COUNT) and a newcomer.
+ * Found by this model (and fixed in lib/mutex.c since): a ring newcomer
+ * could sleep for ever on a HANDED lock. A ring op that had set REQ was
+ * cancelled and abandoned (COUNT 0, REQ left behind); the holder's unlock
+ * turned CONTENDED|REQ into HANDED and woke nobody; the same ring thread's
+ * next lock op, a newcomer on HANDED, registered (COUNT 1) and armed
+ * FUTEX_WAIT; the unlocker's take-back then saw COUNT 1 ("a registered
+ * waiter will claim it") and left it HANDED — nobody could take it and
+ * nobody would wake the sleeper (tests/fault/mutex_handoff_repro.c does
+ * it in C). The protocol modelled now is the fixed one: ring lockers count
+ * as having slept from their first step, so they claim a HANDED lock
+ * instead of sleeping on it; only ring waiters set REQ, and a requester
+ * that gives up withdraws it and takes back a hand-off kept for it. With
+ * -DNO_BOUND (blocking waiters' bounded sleep on HANDED not used as an
+ * escape) it must pass too: the bound is for vanished claimers only.
  *
  * Memory model: the protocol lives in one word and every change is a CAS
  * or an atomic RMW on it, so coherence alone orders them; sequential
@@ -97,25 +94,29 @@ byte inside;	/* holders now: must never exceed 1 */
 #define TAKEN(v) (CNT(v) > 0 -> CONTENDED : LOCKED)
 
 /* ursa__mutex_take: FREE -> taken (deregistering); HANDED -> CONTENDED if
- * registered (claim). ok = taken. */
+ * registered or slept (claim). ok = taken. A ring locker counts as having
+ * slept from its first step (lib/async.c op_start). */
+#define CAN_CLAIM (registered || slept)
 #define mutex_take(ok)								\
 	atomic {								\
 		if								\
 		:: STATE(m) == FREE ->						\
 			m = m - (registered -> CNT_ONE : 0);			\
-			m = m | TAKEN(m); registered = false; ok = true		\
-		:: STATE(m) == HANDED && registered ->				\
-			m = ((m - CNT_ONE) & ~3) | CONTENDED;			\
-			registered = false; ok = true				\
+			m = m | TAKEN(m); registered = false; rq = false;	\
+			ok = true						\
+		:: STATE(m) == HANDED && CAN_CLAIM ->				\
+			m = ((m - (registered -> CNT_ONE : 0)) & ~3) | CONTENDED; \
+			registered = false; rq = false; ok = true		\
 		:: else -> ok = false						\
 		fi								\
 	}
 
 /* ursa__mutex_step: r = DONE (taken), or WAIT with `want`, the value to
- * sleep on (having registered). losses is kept only up to
- * HANDOFF_AFTER - 1: the step only asks whether losses + 1 >=
- * HANDOFF_AFTER. The first take and the loop's take are the same atomic
- * step here (a failed take has no effect). */
+ * sleep on (registered). Only ring waiters request a hand-off (REQ), after
+ * losing enough races; losses is kept only up to HANDOFF_AFTER - 1 (the
+ * step only asks whether losses + 1 >= HANDOFF_AFTER). The first take and
+ * the loop's take are one atomic step here (a failed take changes
+ * nothing). bnd: a blocking waiter sleeping on HANDED bounds its sleep. */
 #define mutex_step(r)								\
 	mutex_take(ok);								\
 	if									\
@@ -123,29 +124,30 @@ byte inside;	/* holders now: must never exceed 1 */
 	:: else ->								\
 		atomic {							\
 			if						\
-			:: STATE(m) == FREE || (STATE(m) == HANDED && registered) -> \
-				/* freed meanwhile: take it (a CAS of take) */	\
+			:: STATE(m) == FREE || (STATE(m) == HANDED && CAN_CLAIM) -> \
+				/* freed meanwhile: take it (take's CAS) */	\
 				m = m - (registered -> CNT_ONE : 0);		\
 				if						\
 				:: STATE(m) == FREE -> m = m | TAKEN(m)		\
 				:: else -> m = (m & ~3) | CONTENDED		\
 				fi;						\
-				registered = false; r = DONE			\
+				registered = false; rq = false; r = DONE	\
 			:: else ->						\
+				bnd = (STATE(m) == HANDED && !ring && BOUND);	\
 				if						\
 				:: STATE(m) == HANDED -> want = m		\
 				:: else ->					\
 					want = (m & ~3) | CONTENDED;		\
 					if					\
-					:: slept && losses + 1 >= HANDOFF_AFTER -> \
-						want = want | REQ		\
+					:: ring && slept &&			\
+					   losses + 1 >= HANDOFF_AFTER ->	\
+						want = want | REQ; rq = true	\
 					:: else					\
 					fi					\
 				fi;						\
 				if						\
-				:: !registered -> want = want + CNT_ONE;	\
-					bnd = (STATE(m) == HANDED && !ring && BOUND) \
-				:: else -> bnd = false				\
+				:: !registered -> want = want + CNT_ONE		\
+				:: else						\
 				fi;						\
 				m = want;					\
 				registered = true;				\
@@ -159,11 +161,13 @@ byte inside;	/* holders now: must never exceed 1 */
 	fi;									\
 	ok = false
 
-/* m_take_back: HANDED with COUNT 0 -> FREE, wake 1. */
-#define take_back()								\
+/* m_take_back(m, force): HANDED (with COUNT 0, unless force) -> FREE,
+ * wake 1. */
+#define take_back(force)							\
 	atomic {								\
 		if								\
-		:: STATE(m) == HANDED && CNT(m) == 0 -> m = m & ~3; uw = 1	\
+		:: STATE(m) == HANDED && (force || CNT(m) == 0) ->		\
+			m = m & ~3; uw = 1					\
 		:: else -> uw = 0						\
 		fi								\
 	};									\
@@ -173,16 +177,18 @@ byte inside;	/* holders now: must never exceed 1 */
 	fi;									\
 	uw = 0; cnt = 0
 
-/* ursa__mutex_abandon: deregister; HANDED with COUNT 0 -> take it back. */
+/* ursa__mutex_abandon: deregister (a requester also withdraws REQ); a
+ * hand-off kept for us, or for nobody, is taken back. */
 #define mutex_abandon()								\
 	if									\
 	:: registered ->							\
 		atomic {							\
-			m = m - CNT_ONE; registered = false;			\
-			uw = (STATE(m) == HANDED && CNT(m) == 0 -> 1 : 0)	\
+			m = (m - CNT_ONE) & ~(rq -> REQ : 0);			\
+			uw = (STATE(m) == HANDED && (rq || CNT(m) == 0) -> 1 : 0); \
+			registered = false; rq = false				\
 		};								\
 		if								\
-		:: uw == 1 -> take_back()					\
+		:: uw == 1 -> take_back(true)					\
 		:: else								\
 		fi								\
 	:: else									\
@@ -204,7 +210,7 @@ byte inside;	/* holders now: must never exceed 1 */
 	:: uw == 2 ->								\
 		futex_wake(0, 1, cnt, tmp);					\
 		if								\
-		:: cnt == 0 -> take_back()	/* unless a registered waiter */\
+		:: cnt == 0 -> take_back(false)	/* unless the requester */\
 		:: else				/* will claim it */		\
 		fi								\
 	:: else									\
@@ -227,7 +233,7 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 {
 	byte want, cnt, tmp, r, uw, losses, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool slept, got, ok, registered, bnd;
+	bool slept, got, ok, registered, bnd, rq;
 
 	for (i : 1 .. NITER) {
 		/* Fast path: the inline ursa__mutex_lock_fast CAS (0 -> 1), or
@@ -236,6 +242,9 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 		 * mutex_lock_slow's spin is more such takes: the same behaviour
 		 * at a later moment. A ring op starts with a step
 		 * (ursa_mutex_lock_async -> op_start/op_launch -> op_advance). */
+		/* A ring op counts as having slept from its first step
+		 * (lib/async.c op_start): it claims a HANDED lock. */
+		slept = ring;
 		if
 		:: !ring ->
 			mutex_take(got);
@@ -244,7 +253,7 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 			:: !got && may_try -> goto next	/* trylock: -EBUSY */
 			:: !got -> skip			/* lock / timedlock */
 			fi
-		:: ring
+		:: ring -> slept = true	/* lib/async.c op_start */
 		fi;
 		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
 		 * (lib/async.c): step; on WAIT sleep on (m, want) — futex

@@ -36,8 +36,9 @@ done
 # does not fail the run; if it starts passing (XPASS), the run fails so
 # that the mark is removed.
 configs='
+mutex	-DNLOCKERS=3 -DNITER=2	ok
+mutex	-DNLOCKERS=3 -DNITER=2 -DNO_BOUND	ok
 mutex	-DNLOCKERS=3 -DNITER=2 -DNO_RING	ok
-mutex	-DNLOCKERS=3 -DNITER=2	xfail
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2	ok
 rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2	ok
 cond	-DNCONS=2 -DNPROD=2	ok
@@ -48,7 +49,7 @@ waitq	-DNSLOT=2 -DNTGT=2	ok
 '
 # Larger bounds: minutes each, gigabytes of memory.
 deep_configs='
-mutex	-DNLOCKERS=3 -DNITER=3 -DNO_RING	ok
+mutex	-DNLOCKERS=3 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1	ok
 cond	-DNCONS=3 -DNPROD=3	ok
