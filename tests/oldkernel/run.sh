@@ -99,11 +99,18 @@ for p in "$@"; do
 	[ -f "$f" ] || continue
 	name=$(echo "$p" | tr / _)
 	cp "$f" "$root/tests/$name"
-	LD_LIBRARY_PATH=$builddir/lib/.libs add_libs "$f"
+	LD_LIBRARY_PATH=$builddir/lib/.libs:$builddir/lib/shim/.libs add_libs "$f"
 	suites="$suites $name"
 done
-# libursa itself, from the build tree.
-for so in "$builddir"/lib/.libs/libursa.so*; do cp -P "$so" "$root/lib/"; done
+# The project's own shared libraries (libursa, the pthread shim...), from
+# the build tree.
+find "$builddir" -path "$builddir/tsan-build" -prune -o -path "$cache" -prune -o \
+	-path '*/.libs/*.so*' -print | while read -r so; do cp -P "$so" "$root/lib/"; done
+# Loaded with dlopen, so ldd does not list it: glibc needs libgcc_s for
+# pthread_cancel (the shim's cancellation tests).
+for l in /lib/x86_64-linux-gnu/libgcc_s.so.1; do
+	[ -f "$l" ] && mkdir -p "$root$(dirname "$l")" && cp -L "$l" "$root$l"
+done
 mkdir -p "$root/lib64"
 [ -f "$root/lib64/ld-linux-x86-64.so.2" ] || cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
 
