@@ -90,6 +90,7 @@
 #pragma weak ursa_sem_wait_async
 #pragma weak ursa_event_wait_async
 #pragma weak ursa_waitq_wait_async
+#pragma weak ursa_wait_any_async
 #pragma weak ursa_op_set_deadline
 #pragma weak ursa_handle_cqe
 #pragma weak ursa_op_cancel
@@ -1097,6 +1098,7 @@ struct any_ctx {
 	long counter;	    /* plain, under m */
 	atomic_long units; /* semaphore units taken by wait_any */
 	int posts;
+	bool ring; /* consumer 1 waits in a ring */
 };
 
 static void *any_thread(void *arg)
@@ -1124,9 +1126,27 @@ static void *any_thread(void *arg)
 	ursa_waitable_t v[3] = {
 		{URSA_WAIT_EVENT, &c->stop}, {URSA_WAIT_SEM, &c->s}, {URSA_WAIT_MUTEX, &c->m}};
 	uint32_t seed = 0x1111u * (uint32_t)a->id;
+	struct io_uring r;
+	bool ring = c->ring && a->id == 1;
+	if (ring)
+		CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	for (;;) {
 		int idx;
-		if (rnd(&seed) % 4 == 0) {
+		if (ring) {
+			/* The same wait in a ring (IORING_OP_FUTEX_WAITV): res is
+			 * the index taken; a cancelled or timed-out op took
+			 * nothing. */
+			struct ursa_op op;
+			memset(&op, 0, sizeof(op));
+			uint32_t k = rnd(&seed) % 8;
+			if (k == 0) {
+				struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
+				CHECK(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts) == 0, "dl");
+			}
+			idx = ring_finish(&r, &op, ursa_wait_any_async(&r, v, 3, &op), k == 1);
+			if ((k == 0 && idx == -ETIMEDOUT) || (k == 1 && idx == -ECANCELED))
+				continue;
+		} else if (rnd(&seed) % 4 == 0) {
 			struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
 			idx = ursa_wait_any(v, 3, CLOCK_MONOTONIC, &ts);
 			if (idx == -ETIMEDOUT)
@@ -1147,17 +1167,28 @@ static void *any_thread(void *arg)
 			break;
 		}
 	}
+	if (ring) {
+		ring_drain(&r);
+		io_uring_queue_exit(&r);
+	}
 	return NULL;
 }
 
-static void test_wait_any(unsigned flags)
+static void test_wait_any(unsigned flags, bool ring)
 {
-	if (!ursa_wait_any || !ursa_sem_init || !ursa_event_init) {
+	if (!ursa_wait_any || !ursa_sem_init || !ursa_event_init ||
+	    (ring && !ursa_wait_any_async)) {
 		skipped("wait_any not in this build");
+		return;
+	}
+	struct ursa_features f;
+	if (ring && (ursa_probe(&f) != 0 || !f.uring_futexv)) {
+		skipped("kernel lacks IORING_OP_FUTEX_WAITV (needs Linux 6.7+)");
 		return;
 	}
 	static struct any_ctx c;
 	memset(&c, 0, sizeof(c));
+	c.ring = ring;
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
 	CHECK(ursa_sem_init(&c.s, 0, flags) == 0, "init");
 	CHECK(ursa_event_init(&c.stop, flags) == 0, "init");
@@ -1215,13 +1246,14 @@ static void run_all(void)
 		SECTION("sem", test_sem(f, false));
 		SECTION("event", test_event(f, false));
 		SECTION("waitq", test_waitq(f, false));
-		SECTION("wait_any", test_wait_any(f));
+		SECTION("wait_any", test_wait_any(f, false));
 		ASYNC_SECTION("async-mutex", test_mutex(f, true));
 		ASYNC_SECTION("async-rwlock", test_rwlock(f, true));
 		ASYNC_SECTION("async-cond", test_cond(f, true));
 		ASYNC_SECTION("async-sem", test_sem(f, true));
 		ASYNC_SECTION("async-event", test_event(f, true));
 		ASYNC_SECTION("async-waitq", test_waitq(f, true));
+		ASYNC_SECTION("async-wait_any", test_wait_any(f, true));
 	}
 }
 
