@@ -137,7 +137,9 @@ static void on_alarm(int sig)
 
 static void section(const char *name)
 {
-	g_section = name;
+	static char buf[64]; /* the current section's name, read by on_alarm */
+	snprintf(buf, sizeof(buf), "%s", name);
+	g_section = buf;
 	alarm(SECTION_BUDGET_S * (unsigned)g_scale);
 	if (g_verbose)
 		fprintf(stderr, "  %s...\n", name);
@@ -1228,13 +1230,13 @@ static void run_all(void)
 #define SECTION(label, call)                                                               \
 	do {                                                                               \
 		snprintf(name, sizeof(name), "%s/%s", label, kinds[i].name);               \
-		section(strdup(name));                                                     \
+		section(name);                                                             \
 		call;                                                                      \
 	} while (0)
 #define ASYNC_SECTION(label, call)                                                         \
 	do {                                                                               \
 		snprintf(name, sizeof(name), "%s/%s", label, kinds[i].name);               \
-		section(strdup(name));                                                     \
+		section(name);                                                             \
 		if (no_async)                                                              \
 			skipped(no_async);                                                 \
 		else                                                                       \
