@@ -42,7 +42,7 @@ check-models-deep:
 
 # ---- fault injection (Criterion) -------------------------------------------
 if HAVE_CRITERION
-FAULT_TESTS = tests/fault/signals tests/fault/no_uring tests/fault/sigkill
+FAULT_TESTS = tests/fault/signals tests/fault/no_uring tests/fault/sigkill tests/fault/ring
 check_PROGRAMS += $(FAULT_TESTS)
 TESTS += $(FAULT_TESTS)
 tests_fault_signals_SOURCES = tests/fault/signals.c
@@ -54,6 +54,9 @@ tests_fault_no_uring_LDADD = $(TEST_LIBS)
 tests_fault_sigkill_SOURCES = tests/fault/sigkill.c
 tests_fault_sigkill_CFLAGS = $(TEST_CFLAGS)
 tests_fault_sigkill_LDADD = $(TEST_LIBS)
+tests_fault_ring_SOURCES = tests/fault/ring.c
+tests_fault_ring_CFLAGS = $(TEST_CFLAGS)
+tests_fault_ring_LDADD = $(TEST_LIBS)
 endif
 
 # A C reproduction of the mutex hand-off bug the model finds (a race; fails
