@@ -65,8 +65,8 @@ tests_fault_ring_CFLAGS = $(TEST_CFLAGS)
 tests_fault_ring_LDADD = $(TEST_LIBS)
 endif
 
-# A C reproduction of the mutex hand-off bug the model finds (a race; fails
-# today, so not in make check): make repro-mutex-handoff.
+# A C reproduction of the mutex hand-off hang the model found (fixed in
+# fd48f8a; a race, so not in make check): make repro-mutex-handoff.
 # (EXTRA_PROGRAMS is first set in tests/stress/local.mk, under HAVE_CRITERION.)
 if HAVE_CRITERION
 EXTRA_PROGRAMS += tests/fault/mutex_handoff_repro

@@ -12,8 +12,10 @@
  * and arms FUTEX_WAIT; A's take-back then sees COUNT 1 and leaves it
  * HANDED. B's op never finishes (HANDED|COUNT 1 = 0xb for good).
  *
- * Not part of make check (it is a race, and it fails today): build and run
- * it with `make repro-mutex-handoff`. Exit 0: no hang in N iterations;
+ * It reproduced the hang within milliseconds before the fix (commit
+ * fd48f8a: ring lockers claim HANDED from their first step, requesters
+ * withdraw REQ); kept as a regression check. Not part of make check (it is
+ * a race): `make repro-mutex-handoff`. Exit 0: no hang in N iterations;
  * 1: the hang reproduced. Usage: mutex_handoff_repro [iterations]
  */
 #define _GNU_SOURCE
