@@ -104,6 +104,7 @@ void bench_locks_register(struct bench_scenario *uncontended, struct bench_scena
 			  struct bench_scenario *handoff);
 void bench_wake_register(struct bench_scenario *wake);
 void bench_async_register(struct bench_scenario *async);
+void bench_shim_register(struct bench_scenario *shim);
 
 void bench_add_impl(struct bench_scenario *s, const char *name, const char *note,
 		    bench_measure_fn fn);

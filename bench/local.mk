@@ -23,6 +23,7 @@ bench_ursa_bench_SOURCES = \
 	bench/bench_locks.c \
 	bench/bench_wake.c \
 	bench/bench_async.c \
+	bench/bench_shim.c \
 	bench/ursa-bench.c
 nodist_bench_ursa_bench_SOURCES = bench/bench-config.h
 $(bench_ursa_bench_OBJECTS): bench/bench-config.h
@@ -36,6 +37,11 @@ bench/bench-config.h: bench-force
 	} > $@.tmp && if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 CLEANFILES += bench/bench-config.h
 bench_ursa_bench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+# pthread-shim runs real programs with LD_PRELOAD of this build's shim
+# (env URSA_BENCH_SHIM overrides), so the shim is built before the bench.
+bench_ursa_bench_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DURSA_BENCH_SHIM='"$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so"'
+EXTRA_bench_ursa_bench_DEPENDENCIES = lib/shim/libursa-pthread.la
 bench_ursa_bench_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS)
 if HAVE_NSYNC
 bench_ursa_bench_LDADD += $(NSYNC_LIBS)

@@ -6,7 +6,8 @@
  * This file is the runner: options, the warm-up / repetitions / median
  * loop, the table on stdout (each implementation's value and its ratio to
  * the first implementation, glibc) and the CSV file. The scenarios live in
- * bench_locks.c (+ bench_tmpl.h), bench_wake.c and bench_async.c; the
+ * bench_locks.c (+ bench_tmpl.h), bench_wake.c, bench_async.c and
+ * bench_shim.c (real programs under LD_PRELOAD of the pthread shim); the
  * adapters in adapters.h. bench/README.md explains the method and figures.
  */
 #include "bench/bench.h"
@@ -19,7 +20,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-enum { S_UNC, S_CON, S_RW, S_PP, S_HO, S_WAKE, S_ASYNC, S_COUNT };
+enum { S_UNC, S_CON, S_RW, S_PP, S_HO, S_WAKE, S_ASYNC, S_SHIM, S_COUNT };
 static struct bench_scenario scen[S_COUNT];
 
 static FILE *csv;
@@ -232,6 +233,7 @@ int main(int argc, char **argv)
 	bench_locks_register(&scen[S_UNC], &scen[S_CON], &scen[S_RW], &scen[S_PP], &scen[S_HO]);
 	bench_wake_register(&scen[S_WAKE]);
 	bench_async_register(&scen[S_ASYNC]);
+	bench_shim_register(&scen[S_SHIM]);
 
 	for (int c; (c = getopt_long(argc, argv, "qc:s:t:pr:d:h", opts, NULL)) != -1;) {
 		switch (c) {
