@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       liburing-dev libcriterion-dev libjemalloc-dev libnsync-dev libck-dev
-      gnuplot-nox spin "$@")
+      gnuplot-nox spin pigz zstd "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
