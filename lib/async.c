@@ -119,10 +119,18 @@ static inline uint64_t op_tag(struct ursa_op *op)
 	return ((uint64_t)URSA_TAG_OP << 56) | ((uint64_t)(uintptr_t)op & URSA_PTR_MASK);
 }
 
+/* Asked on every start: keep the probe's answer in one word (0 unknown,
+ * 1 yes, -1 no) instead of copying the feature struct each time. */
 static bool have_uring_futex(void)
 {
-	struct ursa_features f;
-	return ursa_probe(&f) == 0 && f.uring_futex;
+	static int have;
+	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+	if (unlikely(h == 0)) {
+		struct ursa_features f;
+		h = ursa_probe(&f) == 0 && f.uring_futex ? 1 : -1;
+		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
+	}
+	return h > 0;
 }
 
 /* ---- per-kind dispatch --------------------------------------------- */
