@@ -1,10 +1,13 @@
-# kernel/: the only code that issues syscalls or fills SQEs.
-noinst_LTLIBRARIES += kernel/libursa_kernel.la
+# kernel/: the only code that issues syscalls or fills SQEs. A convenience
+# library, linked into lib/libursa-core.la.
+noinst_LTLIBRARIES += kernel/libursa-kernel.la
 kernel_libursa_kernel_la_SOURCES = \
-	kernel/uapi.h \
 	kernel/arch.h \
-	kernel/futex.h \
 	kernel/futex.c \
+	kernel/futex.h \
+	kernel/probe.c \
+	kernel/uapi.h \
 	kernel/uring.h \
-	kernel/probe.c
-kernel_libursa_kernel_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URING_CFLAGS)
+	kernel/wake.c \
+	kernel/wake.h
+kernel_libursa_kernel_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -1,11 +1,29 @@
 # lib/: the primitives, built only on kernel/.
-lib_LTLIBRARIES += lib/libursa.la
-lib_libursa_la_SOURCES = \
+#
+# lib/libursa-core.la holds every object of the library (with kernel/'s),
+# compiled once with hidden visibility: libursa exports its ursa_* names
+# (lib/ursa.map), the pthread shim links the same objects and exports only
+# the POSIX names (lib/shim/local.mk).
+noinst_LTLIBRARIES += lib/libursa-core.la
+lib_libursa_core_la_SOURCES = \
+	lib/async.c \
+	lib/cond.c \
+	lib/event.c \
 	lib/internal.h \
+	lib/mutex.c \
+	lib/rwlock.c \
+	lib/sem.c \
 	lib/time.c \
-	lib/mutex.c
-lib_libursa_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URING_CFLAGS)
-lib_libursa_la_LIBADD = kernel/libursa_kernel.la $(URING_LIBS) $(PTHREAD_LIBS)
+	lib/wait_any.c \
+	lib/wait_any_internal.h \
+	lib/waitq.c \
+	lib/waitq_internal.h
+lib_libursa_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+lib_libursa_core_la_LIBADD = kernel/libursa-kernel.la
+
+lib_LTLIBRARIES += lib/libursa.la
+lib_libursa_la_SOURCES =
+lib_libursa_la_LIBADD = lib/libursa-core.la $(URING_LIBS) $(PTHREAD_LIBS)
 lib_libursa_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(URSA_LT_VERSION) \
 	-Wl,--version-script=$(top_srcdir)/lib/ursa.map
 EXTRA_lib_libursa_la_DEPENDENCIES = lib/ursa.map

@@ -1,12 +1,11 @@
-# Stress programs: long; run by `make stress`, never by `make check`.
-# tests/stress/stress: every primitive shared by processes, threads and
-# rings, 10^8 operations by default (STRESS_ARGS='-n N' to change), invariant
-# checks; prints operations done and violations (must be 0).
+# Stress programs (plain C): long; run by `make stress`, never by
+# `make check`. tests/stress/stress: every primitive shared by processes,
+# threads and rings, 10^8 operations by default (STRESS_ARGS='-n N' to
+# change), invariant checks; prints operations done and violations (must
+# be 0).
 STRESS_TESTS = tests/stress/stress
-EXTRA_PROGRAMS = $(STRESS_TESTS)
-tests_stress_stress_SOURCES = tests/stress/stress.c
-tests_stress_stress_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
-tests_stress_stress_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS)
+EXTRA_PROGRAMS += $(STRESS_TESTS)
+tests_stress_stress_LDADD = $(TEST_PLAIN_LDADD)
 CLEANFILES += $(STRESS_TESTS)
 stress: $(STRESS_TESTS)
 	@set -e; for t in $(STRESS_TESTS); do echo "== $$t"; ./$$t $(STRESS_ARGS); done

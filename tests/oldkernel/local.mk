@@ -1,0 +1,9 @@
+# make check-oldkernel: boots Debian 12's 6.1 kernel in qemu (software
+# emulation) with the static driver and the Criterion suites in an
+# initramfs: the blocking API passes, the async tests skip with the probe's
+# reason. Downloads the kernel package once into the build tree's
+# oldkernel/. See tests/oldkernel/run.sh.
+OLDKERNEL_SUITES = $(filter-out tests/tsan/tsan_driver,$(check_PROGRAMS))
+check-oldkernel: lib/libursa.la $(check_PROGRAMS)
+	$(SHELL) '$(abs_top_srcdir)/tests/oldkernel/run.sh' '$(abs_top_builddir)' $(OLDKERNEL_SUITES)
+EXTRA_DIST += tests/oldkernel/run.sh
