@@ -7,7 +7,10 @@
  * user_data; no application value whose top byte is zero (every user-space
  * pointer, every integer below 2^56) is ever taken for ursa's.
  *
- * Starters (ursa_*_async) return:
+ * The starters are declared beside their objects (ursa_mutex_lock_async in
+ * ursa/mutex.h, the rwlock's in ursa/rwlock.h, and so on; this header
+ * includes them all), each with its own results. Every starter
+ * (ursa_*_async) returns:
  *    1  finished at once (object free, or deadline already past): op->res
  *       is set, nothing was queued;
  *    0  in flight: SQEs are queued on the ring; the caller submits as usual
@@ -36,6 +39,21 @@
 #include <ursa/wait_any.h>
 #include <ursa/waitq.h>
 
+/*
+ * ursa_waitid_async takes waitid(2)'s idtype_t, id_t and siginfo_t. glibc's
+ * <sys/wait.h> and <signal.h> hide them in strict ISO C (-std=c99/c11 with
+ * no feature macro), and a header must not define _GNU_SOURCE for its
+ * user; glibc's own headers that always define them serve there (id_t is
+ * its __id_t).
+ */
+#if defined(__GLIBC__) && !defined(__USE_XOPEN_EXTENDED) && !defined(__USE_XOPEN2K8)
+#include <bits/types/idtype_t.h>
+#include <bits/types/siginfo_t.h>
+#define URSA__ID_T __id_t
+#else
+#define URSA__ID_T id_t
+#endif
+
 URSA_EXTERN_C_BEGIN
 
 struct io_uring;
@@ -51,27 +69,22 @@ struct ursa_op {
 	uint64_t __priv[12]; /* private */
 };
 
+/* A zeroed op. C++ spells it {} so that -Wextra does not warn about the
+ * members {0} leaves out (C exempts {0} from that warning). */
+#ifdef __cplusplus
+#define URSA_OP_INIT {}
+#else
 #define URSA_OP_INIT {0}
+#endif
 
-/* Start taking a lock / waiting, in the ring. See the starter contract above. */
-URSA_API int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op);
-URSA_API int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
-URSA_API int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
-/* Entered holding *m; finishes holding *m again (whatever res is, unless
- * the starter itself returned an error, in which case *m is still held). */
-URSA_API int ursa_cond_wait_async(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
-				  struct ursa_op *op);
-URSA_API int ursa_sem_wait_async(struct io_uring *r, ursa_sem_t *s, struct ursa_op *op);
-URSA_API int ursa_event_wait_async(struct io_uring *r, ursa_event_t *e, struct ursa_op *op);
-/* slot must have been prepared (ursa_waitq_prepare). */
-URSA_API int ursa_waitq_wait_async(struct io_uring *r, ursa_waitq_t *q, uint32_t slot,
-				   struct ursa_op *op);
-/* v must stay valid until the op finishes. On success res is the index of
- * the one object taken (>= 0), as ursa_wait_any returns it. */
-URSA_API int ursa_wait_any_async(struct io_uring *r, const ursa_waitable_t *v, unsigned n,
-				 struct ursa_op *op);
-/* IORING_OP_WAITID: res is 0 with *info filled, or -errno. */
-URSA_API int ursa_waitid_async(struct io_uring *r, idtype_t type, id_t id, siginfo_t *info,
+/* Wait for a child process inside the ring r (IORING_OP_WAITID): type, id,
+ * info and options as for waitid(2). op finishes through ursa_handle_cqe
+ * with res 0 (*info filled), -ETIMEDOUT, -ECANCELED or waitid's -errno.
+ * Returns 1 (deadline already past: op->res is -ETIMEDOUT; nothing
+ * queued), 0 (in flight), -EBUSY (SQ ring full), -EOPNOTSUPP (kernel
+ * lacks IORING_OP_WAITID), -EINVAL (NULL r, op or info; op in flight).
+ * Never blocks. */
+URSA_API int ursa_waitid_async(struct io_uring *r, idtype_t type, URSA__ID_T id, siginfo_t *info,
 			       int options, struct ursa_op *op);
 
 /* Give a not-yet-started op an absolute deadline on clk. Returns 0 or
@@ -79,18 +92,21 @@ URSA_API int ursa_waitid_async(struct io_uring *r, idtype_t type, id_t id, sigin
 URSA_API int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struct timespec *abs);
 
 /* Pass every CQE here. Returns 0 (not ursa's: the application's) or 1
- * (ursa's, consumed). *done is the op this CQE finished (its res final), or
- * NULL (ursa re-armed a wait, or consumed an auxiliary CQE). May queue SQEs
- * (a re-arm) on r; the caller submits as usual. */
+ * (ursa's, consumed), -EINVAL (NULL r, cqe or done). *done is the op this
+ * CQE finished (its res final), or NULL (ursa re-armed a wait, or consumed
+ * an auxiliary CQE). May queue SQEs (a re-arm) on r; the caller submits as
+ * usual. Never blocks. */
 URSA_API int ursa_handle_cqe(struct io_uring *r, const struct io_uring_cqe *cqe,
 			     struct ursa_op **done);
 
 /* Ask an in-flight op to stop. It still finishes exactly once, through
  * ursa_handle_cqe: -ECANCELED, or acquired (res 0) if the wake won.
  * Returns 0 (cancel queued, or op already finishing), -EBUSY (SQ ring full),
- * -EINVAL. */
+ * -EINVAL. Never blocks. */
 URSA_API int ursa_op_cancel(struct io_uring *r, struct ursa_op *op);
 
 URSA_EXTERN_C_END
+
+#undef URSA__ID_T
 
 #endif

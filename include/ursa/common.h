@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* clockid_t, in every mode (time.h hides it in strict ISO C) */
 #include <time.h>
 
 #ifdef __cplusplus
@@ -34,6 +35,10 @@
 #endif
 
 #define URSA_API __attribute__((visibility("default")))
+
+/* Timed waits take a pointer to it; strict ISO C99 <time.h> does not define
+ * it (C11 and POSIX modes do), and a declaration is all a prototype needs. */
+struct timespec;
 
 /* *_init flag: the object is process-shared (MAP_SHARED memory, across
  * fork() or unrelated processes; shared futex keys). Stored in the object. */

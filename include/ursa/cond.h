@@ -45,6 +45,25 @@ URSA_API int ursa_cond_broadcast(ursa_cond_t *c);
 /* Check no one waits on *c. Returns 0, -EBUSY, -EINVAL. */
 URSA_API int ursa_cond_destroy(ursa_cond_t *c);
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
+struct io_uring;
+struct ursa_op;
+
+/* ursa_cond_wait inside the ring r. Entered holding *m: the starter
+ * registers the wait and unlocks *m; op (zeroed, or URSA_OP_INIT; optionally
+ * given ursa_op_set_deadline) then waits for a signal and re-takes *m in
+ * the ring, and finishes through ursa_handle_cqe holding *m again whatever
+ * its res: 0 (signalled, or a spurious wakeup), -ETIMEDOUT, -ECANCELED.
+ * Returns 1 (finished at once: op->res set, *m held; nothing queued), 0 (in
+ * flight: SQEs queued, the caller submits; *m is unlocked until op
+ * finishes), -EBUSY (SQ ring full), -EOPNOTSUPP (no io_uring futex ops),
+ * -EINVAL (NULL argument, op in flight, c and m of different privacy),
+ * -EPERM (m not locked) -- on every error *m is still held and nothing
+ * waits. The starter contract is in ursa/async.h. Never blocks. */
+URSA_API int ursa_cond_wait_async(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
+				  struct ursa_op *op);
+
 URSA_EXTERN_C_END
 
 #endif

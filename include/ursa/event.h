@@ -49,6 +49,21 @@ URSA_API int ursa_event_timedwait(ursa_event_t *e, clockid_t clk, const struct t
  * it may wake the sleepers, who see the event still unset and wait on.) */
 URSA_API int ursa_event_destroy(ursa_event_t *e);
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
+struct io_uring;
+struct ursa_op;
+
+/* ursa_event_wait inside the ring r: op (zeroed, or URSA_OP_INIT;
+ * optionally given ursa_op_set_deadline) finishes through ursa_handle_cqe
+ * with res 0 when it saw *e set (auto-reset: and consumed it), -ETIMEDOUT or
+ * -ECANCELED. Returns 1 (finished at once: op->res set; nothing queued), 0
+ * (in flight: SQEs queued, the caller submits), -EBUSY (SQ ring full;
+ * nothing changed), -EOPNOTSUPP (no io_uring futex ops), -EINVAL (NULL
+ * argument, op in flight) -- the starter contract of ursa/async.h. Never
+ * blocks. */
+URSA_API int ursa_event_wait_async(struct io_uring *r, ursa_event_t *e, struct ursa_op *op);
+
 URSA_EXTERN_C_END
 
 #endif

@@ -46,6 +46,22 @@ URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
  * Returns 0, -EBUSY (locked or waited on), -EINVAL. Never blocks. */
 URSA_API int ursa_mutex_destroy(ursa_mutex_t *m);
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
+struct io_uring;
+struct ursa_op;
+
+/* Lock *m inside the ring r: op (zeroed, or URSA_OP_INIT; optionally given
+ * ursa_op_set_deadline) finishes through ursa_handle_cqe with res 0 when
+ * *m is held, -ETIMEDOUT (deadline passed, not locked) or -ECANCELED
+ * (ursa_op_cancel, not locked). Returns 1 (taken at once: op->res is 0, or
+ * -ETIMEDOUT for a deadline already past; nothing queued), 0 (in flight:
+ * SQEs queued, the caller submits), -EBUSY (SQ ring full; nothing changed),
+ * -EOPNOTSUPP (no io_uring futex ops), -EINVAL (NULL argument, op in
+ * flight) -- the starter contract of ursa/async.h. Never blocks. A ring
+ * locker that keeps losing to running threads is handed the lock. */
+URSA_API int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op);
+
 /*
  * Inline fast paths. The exported functions above exist for function
  * pointers, dlsym() and other languages; calls written ursa_mutex_lock(m)

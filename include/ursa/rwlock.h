@@ -57,6 +57,23 @@ URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
 /* Check *l is unlocked and unwaited. Returns 0, -EBUSY, -EINVAL. */
 URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
+struct io_uring;
+struct ursa_op;
+
+/* Take a read / the write lock inside the ring r: op (zeroed, or
+ * URSA_OP_INIT; optionally given ursa_op_set_deadline) finishes through
+ * ursa_handle_cqe with res 0 when the lock is held in that mode,
+ * -ETIMEDOUT, -ECANCELED (not held), or -EAGAIN (rdlock: reader count
+ * would overflow). Returns 1 (finished at once: op->res set; nothing
+ * queued), 0 (in flight: SQEs queued, the caller submits), -EBUSY (SQ ring
+ * full; nothing changed), -EOPNOTSUPP (no io_uring futex ops), -EINVAL
+ * (NULL argument, op in flight) -- the starter contract of ursa/async.h.
+ * Never blocks. */
+URSA_API int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
+URSA_API int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
+
 URSA_EXTERN_C_END
 
 #endif

@@ -47,6 +47,20 @@ URSA_API int ursa_sem_value(ursa_sem_t *s);
 /* Check no one waits on *s. Returns 0, -EBUSY, -EINVAL. */
 URSA_API int ursa_sem_destroy(ursa_sem_t *s);
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
+struct io_uring;
+struct ursa_op;
+
+/* ursa_sem_wait inside the ring r: op (zeroed, or URSA_OP_INIT; optionally
+ * given ursa_op_set_deadline) finishes through ursa_handle_cqe with res 0
+ * when it took one unit, -ETIMEDOUT or -ECANCELED (took none). Returns 1
+ * (finished at once: op->res set; nothing queued), 0 (in flight: SQEs
+ * queued, the caller submits), -EBUSY (SQ ring full; nothing changed),
+ * -EOPNOTSUPP (no io_uring futex ops), -EINVAL (NULL argument, op in
+ * flight) -- the starter contract of ursa/async.h. Never blocks. */
+URSA_API int ursa_sem_wait_async(struct io_uring *r, ursa_sem_t *s, struct ursa_op *op);
+
 URSA_EXTERN_C_END
 
 #endif

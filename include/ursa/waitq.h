@@ -33,7 +33,10 @@
 
 URSA_EXTERN_C_BEGIN
 
+/* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
+ * ursa_op (include <liburing.h> and <ursa/async.h> to start one). */
 struct io_uring;
+struct ursa_op;
 
 typedef struct ursa_waitq ursa_waitq_t; /* variable size, 8-byte aligned */
 
@@ -63,6 +66,19 @@ URSA_API int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk,
 /* Withdraw a prepared slot. Returns 0 (dequeued), 1 (a wake already took it;
  * the wakeup is consumed), -EINVAL (slot not prepared). Never blocks. */
 URSA_API int ursa_waitq_cancel(ursa_waitq_t *q, uint32_t slot);
+
+/* ursa_waitq_wait inside the ring r, for a prepared slot: op (zeroed, or
+ * URSA_OP_INIT; optionally given ursa_op_set_deadline) finishes through
+ * ursa_handle_cqe with res 0 (woken; the slot is free again), -ETIMEDOUT or
+ * -ECANCELED (no wake came: the slot was dequeued and is free again; a
+ * cancel that loses to a wake finishes with 0). Returns 1 (finished at
+ * once: op->res set; nothing queued), 0 (in flight: SQEs queued, the caller
+ * submits), -EBUSY (SQ ring full; nothing changed), -EOPNOTSUPP (no
+ * io_uring futex ops), -EINVAL (NULL argument, op in flight, slot out of
+ * range or not prepared) -- the starter contract of ursa/async.h. Never
+ * blocks. */
+URSA_API int ursa_waitq_wait_async(struct io_uring *r, ursa_waitq_t *q, uint32_t slot,
+				   struct ursa_op *op);
 
 /*
  * The wake functions dequeue the slots they choose (each is then counted by
