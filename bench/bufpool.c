@@ -44,14 +44,17 @@ struct opts {
 	double seconds;
 	double warmup;
 	int rounds;
-	int workers, loops, inflight, txn_pages, write_pct;
+	int workers, loops, inflight, txn_pages, write_pct, hot_pages;
 	double theta;
+	const char *preset;
 	long pool_pages;
 	long file_mb;
 	const char *csv;
 	const char *plot;
 	const char *dir;
-	bool quick, buffered, recreate, unsafe;
+	bool quick, buffered, recreate, unsafe, sweep;
+	/* which options the command line gave (a preset fills the others) */
+	bool set_workers, set_inflight, set_write_pct, set_theta, set_hot, set_txn_pages;
 };
 
 static void usage(FILE *f)
@@ -65,12 +68,20 @@ static void usage(FILE *f)
 	       "  --rounds N        split them in N rounds, engines interleaved (default 3)\n"
 	       "  --warmup N        unmeasured seconds before each round (default 0.5)\n"
 	       "  --quick           a few seconds per engine\n"
-	       "  --workers N       threads engines: threads (default 4 x CPUs)\n"
+	       "  --inflight N      transactions in flight, the same for every engine: threads\n"
+	       "                    engines run N threads, ring spreads N over its loops\n"
+	       "                    (default 8 x CPUs)\n"
+	       "  --sweep           run N = CPUs, 2 x CPUs, ... 64 x CPUs in flight; the plot\n"
+	       "                    shows throughput against p99 latency, a curve per engine\n"
+	       "  --preset NAME     default | contended: every transaction also updates one of\n"
+	       "                    8 hot pages, holding its lock to commit (pgbench tpcb's\n"
+	       "                    branch row), so page locks are really waited for\n"
+	       "  --hot-pages N     that, with N hot pages (0: none; contended: 8)\n"
+	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
-	       "  --inflight N      ring: transactions in flight per loop (default 32)\n"
 	       "  --file-mb N       data file size (default 64)\n"
 	       "  --pool-pages N    pool buffers (default a quarter of the file's pages)\n"
-	       "  --txn-pages N     pages per transaction (default 4)\n"
+	       "  --txn-pages N     pages per transaction besides the hot one (default 4)\n"
 	       "  --write-pct N     %% of transactions that modify a page (default 20)\n"
 	       "  --theta X         zipf skew of the page choice (default 0.9)\n"
 	       "  --dir DIR         where the data file lives (default bench/out, else $TMPDIR)\n"
@@ -135,7 +146,10 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_PLOT,
 		O_UNSAFE,
 		O_HELP,
-		O_ROUNDS
+		O_ROUNDS,
+		O_SWEEP,
+		O_PRESET,
+		O_HOT
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -158,15 +172,19 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"unsafe-writes", no_argument, 0, O_UNSAFE},
 	    {"help", no_argument, 0, O_HELP},
 	    {"rounds", required_argument, 0, O_ROUNDS},
+	    {"sweep", no_argument, 0, O_SWEEP},
+	    {"preset", required_argument, 0, O_PRESET},
+	    {"hot-pages", required_argument, 0, O_HOT},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
 	*o = (struct opts){.seconds = -1,
 			   .warmup = -1,
-			   .rounds = 3,
-			   .workers = 4 * cpus,
+			   .rounds = -1,
+			   .workers = 8 * cpus,
 			   .loops = cpus,
-			   .inflight = 32,
+			   .inflight = 8 * cpus,
+			   .preset = "default",
 			   .txn_pages = 4,
 			   .write_pct = 20,
 			   .theta = 0.9,
@@ -202,12 +220,27 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_WORKERS:
 			o->workers = (int)parse_long(optarg, "--workers", 1, 4096);
+			o->set_workers = true;
 			break;
 		case O_LOOPS:
 			o->loops = (int)parse_long(optarg, "--loops", 1, 1024);
 			break;
 		case O_INFLIGHT:
 			o->inflight = (int)parse_long(optarg, "--inflight", 1, 4096);
+			o->set_inflight = true;
+			break;
+		case O_SWEEP:
+			o->sweep = true;
+			break;
+		case O_PRESET:
+			if (strcmp(optarg, "default") && strcmp(optarg, "contended"))
+				bp_die("ursa-bufpool: unknown preset '%s' (default, contended)\n",
+				       optarg);
+			o->preset = optarg;
+			break;
+		case O_HOT:
+			o->hot_pages = (int)parse_long(optarg, "--hot-pages", 0, 1 << 20);
+			o->set_hot = true;
 			break;
 		case O_FILE_MB:
 			o->file_mb = parse_long(optarg, "--file-mb", 1, 1L << 20);
@@ -217,12 +250,15 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_TXN_PAGES:
 			o->txn_pages = (int)parse_long(optarg, "--txn-pages", 1, 1024);
+			o->set_txn_pages = true;
 			break;
 		case O_WRITE_PCT:
 			o->write_pct = (int)parse_long(optarg, "--write-pct", 0, 100);
+			o->set_write_pct = true;
 			break;
 		case O_THETA:
 			o->theta = parse_double(optarg, "--theta", 0.01, 0.999);
+			o->set_theta = true;
 			break;
 		case O_DIR:
 			o->dir = optarg;
@@ -258,8 +294,17 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	if (!o->any_engine)
 		for (int e = 0; e < BP_NENGINES; e++)
 			o->engine[e] = true;
+	/* contended: pgbench tpcb's shape. Every transaction updates one of a
+	 * handful of hot pages (the branch rows), holding its lock until it
+	 * commits, besides its ordinary accesses. */
+	if (!strcmp(o->preset, "contended") && !o->set_hot)
+		o->hot_pages = 8;
+	if (!o->set_workers)
+		o->workers = o->inflight;
+	if (o->rounds < 0)
+		o->rounds = o->sweep ? 1 : 3;
 	if (o->seconds < 0)
-		o->seconds = o->quick ? 3 : 15;
+		o->seconds = o->sweep ? (o->quick ? 1 : 2) : o->quick ? 3 : 15;
 	if (o->warmup < 0)
 		o->warmup = o->quick ? 0.3 : 0.5;
 }
@@ -593,21 +638,20 @@ static int metrics_of(const struct result *r, struct metric *m)
 	return n;
 }
 
-static void write_csv(FILE *f, const char *path, const struct result *res)
+/* One point's rows. The threads column: the OS threads the engine ran, or,
+ * in a sweep, the transactions in flight (the sweep's x). */
+static void write_csv_rows(FILE *f, const char *scenario, const struct result *res, bool sweep)
 {
-	fprintf(f, "scenario,impl,threads,metric,value,unit\n");
 	for (int e = 0; e < BP_NENGINES; e++) {
 		if (!res[e].ran)
 			continue;
 		struct metric m[20];
 		int n = metrics_of(&res[e], m);
 		for (int i = 0; i < n; i++)
-			fprintf(f, "bufpool,%s,%d,%s,%.6g,%s\n", engine_names[e], res[e].os_threads,
-				m[i].csv, m[i].value, m[i].unit);
+			fprintf(f, "%s,%s,%d,%s,%.6g,%s\n", scenario, engine_names[e],
+				sweep ? res[e].inflight : res[e].os_threads, m[i].csv, m[i].value,
+				m[i].unit);
 	}
-	if (fclose(f))
-		bp_die("ursa-bufpool: %s: %s\n", path, strerror(errno));
-	printf("CSV: %s\n", path);
 }
 
 static void write_plot(const char *png, const struct result *res, const char *title)
@@ -705,6 +749,91 @@ static void print_table(const struct result *res)
 			       res[e].consistent ? "OK" : "FAILED", res[e].why);
 }
 
+/* Run every chosen engine at the configuration c, in interleaved rounds. */
+static void run_point(const struct opts *o, const struct bp_config *c, uint64_t *baseline,
+		      struct result *res)
+{
+	memset(res, 0, BP_NENGINES * sizeof(*res));
+	for (int k = 0; k < o->rounds; k++)
+		for (int e = 0; e < BP_NENGINES; e++)
+			if (o->engine[e] && !res[e].skip) {
+				res[e].rounds = o->rounds;
+				res[e].inflight = e == BP_RING ? c->inflight : c->workers;
+				run_round(e, k, c, baseline, &res[e]);
+			}
+	for (int e = 0; e < BP_NENGINES; e++)
+		if (res[e].ran)
+			finish_result(&res[e]);
+}
+
+/* The sweep's plot: throughput (x) against p99 latency (y), a curve per
+ * engine, each point labelled with its transactions in flight. */
+static void write_sweep_plot(const char *png, const struct result (*pts)[BP_NENGINES], int npts,
+			     const int *ns, const char *title)
+{
+	FILE *g = popen("gnuplot 2>&1", "w");
+	if (!g) {
+		printf("plot: gnuplot could not be started\n");
+		return;
+	}
+	fprintf(g,
+		"set terminal pngcairo size 900,600 noenhanced font ',10'\n"
+		"set output '%s'\n"
+		"set title '%s'\n"
+		"set xlabel 'throughput (transactions/s)'\n"
+		"set ylabel 'p99 latency (us, log scale)'\n"
+		"set logscale y\nset grid\nset key top left\n",
+		png, title);
+	int idx = 0, used[BP_NENGINES];
+	for (int e = 0; e < BP_NENGINES; e++) {
+		used[e] = -1;
+		bool any = false;
+		for (int i = 0; i < npts; i++)
+			any |= pts[i][e].ran;
+		if (!any)
+			continue;
+		used[e] = idx++;
+		fprintf(g, "$e%d << EOD\n", e);
+		for (int i = 0; i < npts; i++)
+			if (pts[i][e].ran)
+				fprintf(g, "%.3f %.3f %d\n", pts[i][e].tps, pts[i][e].p99_us, ns[i]);
+		fprintf(g, "EOD\n");
+	}
+	static const char *const colors[] = {"#4477aa", "#228833", "#cc6677", "#ccbb44",
+					      "#aa3377", "#66ccee"};
+	fprintf(g, "plot ");
+	bool first = true;
+	for (int e = 0; e < BP_NENGINES; e++) {
+		if (used[e] < 0)
+			continue;
+		fprintf(g,
+			"%s$e%d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s', "
+			"$e%d using 1:2:3 with labels offset 0.8,0.8 font ',8' tc rgb '%s' "
+			"notitle",
+			first ? "" : ", ", e, colors[e % 6], engine_names[e], e, colors[e % 6]);
+		first = false;
+	}
+	fprintf(g, "\n");
+	int st = pclose(g);
+	if (st == 0)
+		printf("plot: %s\n", png);
+	else
+		printf("plot: not written (gnuplot missing or failed; exit status %d)\n",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static char *png_of(const struct opts *o)
+{
+	char *png = NULL;
+	if (o->plot)
+		return strdup(o->plot);
+	const char *dot = strrchr(o->csv, '.'), *slash = strrchr(o->csv, '/');
+	size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - o->csv) : strlen(o->csv);
+	if (asprintf(&png, "%.*s.png", (int)stem, o->csv) < 0)
+		png = NULL;
+	return png;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -719,6 +848,7 @@ int main(int argc, char **argv)
 	    .inflight = o.inflight,
 	    .txn_pages = o.txn_pages,
 	    .write_pct = o.write_pct,
+	    .hot_pages = o.hot_pages,
 	    .theta = o.theta,
 	    .unsafe = o.unsafe,
 	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
@@ -729,13 +859,24 @@ int main(int argc, char **argv)
 	if (c.nbufs > c.npages)
 		bp_die("ursa-bufpool: the pool (%u pages) must be smaller than the file (%llu)\n",
 		       c.nbufs, (unsigned long long)c.npages);
-	/* Each transaction pins at most two buffers at once (its page and a
-	 * victim); keep most of the pool unpinned so the sweep finds victims. */
-	uint64_t inflight = 0;
-	if (o.engine[BP_THREADS] || o.engine[BP_THREADS_URSA])
+	if ((uint64_t)c.hot_pages * 4 > c.npages)
+		bp_die("ursa-bufpool: --hot-pages %d: at most a quarter of the file's pages\n",
+		       c.hot_pages);
+
+	/* The in-flight counts to run: one, or the sweep's. */
+	int cpus = ncpus(), ns[16], npts = 0;
+	if (o.sweep)
+		for (int m = 1; m <= 64 && npts < 16; m *= 2)
+			ns[npts++] = m * cpus;
+	else
+		ns[npts++] = o.inflight;
+
+	/* Each transaction pins at most three buffers at once (the hot page,
+	 * its page and a victim); keep most of the pool unpinned so the sweep
+	 * finds victims. */
+	uint64_t inflight = (uint64_t)ns[npts - 1];
+	if ((o.engine[BP_THREADS] || o.engine[BP_THREADS_URSA]) && (uint64_t)o.workers > inflight)
 		inflight = (uint64_t)o.workers;
-	if (o.engine[BP_RING] && (uint64_t)o.loops * (uint64_t)o.inflight > inflight)
-		inflight = (uint64_t)o.loops * (uint64_t)o.inflight;
 	if (c.nbufs < 4 * inflight)
 		bp_die("ursa-bufpool: %u buffers is too small for %llu transactions in flight "
 		       "(need at least 4 per transaction)\n",
@@ -766,11 +907,24 @@ int main(int argc, char **argv)
 	       c.direct ? "O_DIRECT" : "page-cache");
 	printf("  pool %u buffers (%.0f%% of the file), %u mapping partitions, clock sweep\n",
 	       c.nbufs, 100.0 * c.nbufs / (double)c.npages, c.nparts);
-	printf("  transactions: %d pages each, zipf theta %.2f, %d%% modify one page%s\n",
-	       c.txn_pages, c.theta, c.write_pct,
+	printf("  preset %s: transactions of %d pages, zipf theta %.2f, %d%% modify one page%s\n",
+	       o.preset, c.txn_pages, c.theta, c.write_pct,
 	       c.unsafe ? "  [--unsafe-writes: writers take the page lock SHARED]" : "");
-	printf("  threads engines: %d threads; ring: %d loops x %d in flight; %d CPUs; %s\n",
-	       c.workers, c.loops, c.inflight, ncpus(), alloc);
+	if (c.hot_pages)
+		printf("  and every transaction updates one of %d hot pages, holding its lock "
+		       "exclusive from its first access to its commit\n",
+		       c.hot_pages);
+	if (o.sweep)
+		printf("  sweep: %d..%d transactions in flight, each engine at each point; ", ns[0],
+		       ns[npts - 1]);
+	else if (o.set_workers && o.workers != o.inflight)
+		printf("  UNEQUAL concurrency: threads engines %d threads, ring %d in flight; ",
+		       o.workers, o.inflight);
+	else
+		printf("  %d transactions in flight for every engine (threads: %d threads; ring: "
+		       "%d loops); ",
+		       o.inflight, o.inflight, o.loops < o.inflight ? o.loops : o.inflight);
+	printf("%d CPUs; %s\n", cpus, alloc);
 	printf("  per engine: %d rounds of %.1f s warm-up + %.1f s measured, engines interleaved\n",
 	       o.rounds, c.warmup, c.seconds);
 
@@ -781,53 +935,69 @@ int main(int argc, char **argv)
 		       "--recreate\n",
 		       path, (unsigned long long)bad);
 
-	struct result res[BP_NENGINES];
-	memset(res, 0, sizeof(res));
-	for (int k = 0; k < o.rounds; k++)
-		for (int e = 0; e < BP_NENGINES; e++)
-			if (o.engine[e] && !res[e].skip) {
-				res[e].rounds = o.rounds;
-				res[e].inflight = e == BP_RING ? o.loops * o.inflight : o.workers;
-				run_round(e, k, &c, &baseline, &res[e]);
-			}
-	for (int e = 0; e < BP_NENGINES; e++)
-		if (res[e].ran)
-			finish_result(&res[e]);
-
-	print_table(res);
-
+	struct result(*pts)[BP_NENGINES] = calloc((size_t)npts, sizeof(*pts));
+	if (!pts)
+		bp_die("ursa-bufpool: out of memory\n");
 	bool all_ok = true;
 	int ran = 0;
-	for (int e = 0; e < BP_NENGINES; e++) {
-		ran += res[e].ran;
-		all_ok &= !res[e].ran || res[e].consistent;
+	for (int i = 0; i < npts; i++) {
+		c.inflight = ns[i];
+		c.workers = o.sweep || !o.set_workers ? ns[i] : o.workers;
+		if (o.sweep)
+			printf("\n== %d transactions in flight ==", ns[i]);
+		run_point(&o, &c, &baseline, pts[i]);
+		print_table(pts[i]);
+		for (int e = 0; e < BP_NENGINES; e++) {
+			ran += pts[i][e].ran;
+			all_ok &= !pts[i][e].ran || pts[i][e].consistent;
+		}
+	}
+
+	char title[240];
+	snprintf(title, sizeof(title),
+		 "ursa-bufpool%s%s: %llu pages, pool %u, zipf %.2f, %d%% writes, %d hot pages, "
+		 "%s I/O, %d CPUs",
+		 o.sweep ? " --sweep" : "", strcmp(o.preset, "default") ? " --preset contended" : "",
+		 (unsigned long long)c.npages, c.nbufs, c.theta, c.write_pct, c.hot_pages,
+		 c.direct ? "direct" : "buffered", cpus);
+	if (o.sweep && npts > 1) {
+		printf("\nsweep summary (txn/s, p99 us):\n%-18s", "in flight");
+		for (int i = 0; i < npts; i++)
+			printf(" %14d", ns[i]);
+		printf("\n");
+		for (int e = 0; e < BP_NENGINES; e++) {
+			if (!pts[0][e].ran)
+				continue;
+			printf("%-18s", engine_names[e]);
+			for (int i = 0; i < npts; i++)
+				printf(" %7.0f %6.0f", pts[i][e].tps, pts[i][e].p99_us);
+			printf("\n");
+		}
 	}
 	if (csv && ran) {
-		write_csv(csv, o.csv, res);
-		char *png = NULL;
-		if (o.plot)
-			png = strdup(o.plot);
-		else {
-			const char *dot = strrchr(o.csv, '.'), *slash = strrchr(o.csv, '/');
-			size_t stem =
-			    dot && (!slash || dot > slash) ? (size_t)(dot - o.csv) : strlen(o.csv);
-			if (asprintf(&png, "%.*s.png", (int)stem, o.csv) < 0)
-				png = NULL;
-		}
-		char title[200];
-		snprintf(
-		    title, sizeof(title),
-		    "ursa-bufpool: %llu pages, pool %u, zipf %.2f, %d%% writes, %s I/O, %d CPUs",
-		    (unsigned long long)c.npages, c.nbufs, c.theta, c.write_pct,
-		    c.direct ? "direct" : "buffered", ncpus());
-		if (png)
-			write_plot(png, res, title);
+		fprintf(csv, "scenario,impl,threads,metric,value,unit\n");
+		for (int i = 0; i < npts; i++)
+			write_csv_rows(csv, o.sweep ? "bufpool_sweep" : "bufpool", pts[i], o.sweep);
+		if (fclose(csv))
+			bp_die("ursa-bufpool: %s: %s\n", o.csv, strerror(errno));
+		printf("CSV: %s\n", o.csv);
+		char *png = png_of(&o);
+		if (png && o.sweep)
+			write_sweep_plot(png, (const struct result(*)[BP_NENGINES])pts, npts, ns,
+					 title);
+		else if (png)
+			write_plot(png, pts[0], title);
 		free(png);
 	} else if (o.plot && ran) {
-		write_plot(o.plot, res, "ursa-bufpool");
+		if (o.sweep)
+			write_sweep_plot(o.plot, (const struct result(*)[BP_NENGINES])pts, npts,
+					 ns, title);
+		else
+			write_plot(o.plot, pts[0], title);
 	}
 	if (csv && !ran)
 		fclose(csv);
+	free(pts);
 	close(c.fd);
 	free(path);
 	if (!all_ok)

@@ -54,10 +54,14 @@ struct bp_config {
 	/* the workload */
 	double seconds; /* measured window per engine */
 	double warmup;	/* unmeasured warm-up before it */
-	int workers;	/* threads engines: threads */
+	int workers;	/* threads engines: threads (= transactions in flight) */
 	int loops;	/* ring: event loops (threads) */
-	int inflight;	/* ring: transactions in flight per loop */
+	int inflight;	/* ring: transactions in flight, in all its loops together */
 	int txn_pages;	/* pages accessed per transaction */
+	int hot_pages;	/* >0: every transaction also updates one of pages
+			 * [0, hot_pages), holding its content lock exclusive
+			 * from its first access to its commit (pgbench tpcb's
+			 * branch row); the other accesses avoid those pages */
 	int write_pct;	/* % of transactions that modify their last page */
 	double theta;	/* zipf skew */
 	bool unsafe;	/* self-test: writers take the content lock SHARED */
@@ -115,6 +119,19 @@ static inline uint64_t bp_mix64(uint64_t x)
 
 void bp_zipf_setup(struct bp_config *c);
 uint64_t bp_zipf_page(const struct bp_config *c, uint64_t *rng);
+/* A page for an ordinary access: zipf, never one of the hot pages. */
+static inline uint64_t bp_account_page(const struct bp_config *c, uint64_t *rng)
+{
+	uint64_t p;
+	while ((p = bp_zipf_page(c, rng)) < (uint64_t)c->hot_pages)
+		;
+	return p;
+}
+/* The hot page a transaction updates (uniform over the hot pages). */
+static inline uint64_t bp_hot_page(const struct bp_config *c, uint64_t *rng)
+{
+	return bp_rand(rng) % (uint64_t)c->hot_pages;
+}
 
 /* ---- pages ----------------------------------------------------------------- */
 
@@ -146,7 +163,7 @@ static inline unsigned bp_hist_index(uint64_t ns)
 /* Per worker (thread or loop); written by its owner only, read after join. */
 struct bp_stats {
 	uint64_t commits;     /* whole run */
-	uint64_t writes;      /* committed write transactions, whole run */
+	uint64_t writes;      /* committed page modifications, whole run */
 	uint64_t win_commits; /* committed inside the measured window */
 	uint64_t accesses;    /* page accesses */
 	uint64_t misses;      /* accesses that had to read the page */
@@ -188,11 +205,11 @@ static inline int bp_phase(const struct bp_run *r)
 	return __atomic_load_n(&r->phase, __ATOMIC_RELAXED);
 }
 
-/* Record a committed transaction started at t0. */
-static inline void bp_commit(struct bp_run *r, struct bp_stats *s, uint64_t t0, bool wrote)
+/* Record a committed transaction started at t0 that modified `mods` pages. */
+static inline void bp_commit(struct bp_run *r, struct bp_stats *s, uint64_t t0, unsigned mods)
 {
 	s->commits++;
-	s->writes += wrote;
+	s->writes += mods;
 	if (bp_phase(r) == BP_MEASURE) {
 		s->win_commits++;
 		s->hist[bp_hist_index(bp_now_ns() - t0)]++;

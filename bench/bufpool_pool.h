@@ -234,7 +234,8 @@ static inline void buf_unpin(struct buf *b, struct bp_stats *s)
  * victim is returned pinned (by the caller, once), header unlocked; *dirty
  * says whether it must be written back before reuse.
  */
-static struct buf *pool_sweep(struct pool *p, struct bp_stats *s, bool *dirty)
+static __attribute__((returns_nonnull)) struct buf *pool_sweep(struct pool *p, struct bp_stats *s,
+							     bool *dirty)
 {
 	uint32_t n = p->cfg->nbufs;
 	for (uint64_t tries = 0;; tries++) {

@@ -3,8 +3,8 @@
  * bench/bufpool_ring.c — engine `ring`: event loops on io_uring and ursa's
  * async API.
  *
- * One event loop (thread) per core, each with its own io_uring and many
- * transactions in flight (cfg->inflight). A transaction is a small state
+ * One event loop (thread) per core, each with its own io_uring, and
+ * cfg->inflight transactions in flight spread over the loops. A transaction is a small state
  * machine (enum tstate below) over the same pool as the thread engines
  * (bufpool_pool.h, on ursa's locks). Wherever a thread would block, the
  * transaction instead queues something on its loop's ring and yields:
@@ -16,7 +16,7 @@
  *   a page read or a dirty victim's write-back
  *       -> IORING_OP_READ / IORING_OP_WRITE on the same ring;
  *   a page another transaction (of any loop) is reading
- *       -> directed wakeup: the transaction's slot (loop * inflight + i) is
+ *       -> directed wakeup: the transaction's slot (unique across the loops) is
  *          linked into the buffer's waiter list and prepared in a wait queue
  *          (ursa_waitq_prepare, under the buffer's header lock, so the
  *          reader cannot miss it), then ursa_waitq_wait_async. The reader,
@@ -61,8 +61,7 @@ enum tstate {
 	T_IOWAIT,      /* pinned a buffer being read: wait for the reader's wake */
 	T_IOWOKEN,     /* the reader woke us: the page is valid */
 	T_VICTIM,      /* miss: choose a victim */
-	T_FLUSH_LOCK,  /* dirty victim: lock its content shared */
-	T_FLUSH_WRITE, /* content held: write the victim back */
+	T_FLUSH_LOCK,  /* dirty victim: lock its content shared (conditionally) */
 	T_FLUSH_DONE,  /* write-back completed */
 	T_MAP_LOCK,    /* lock the lower partition of (new page, victim's page) */
 	T_MAP_LOCK2,   /* ... and the higher one, if different */
@@ -80,13 +79,14 @@ struct txn {
 	struct loop *l;
 	enum tstate st;
 	uint32_t slot; /* wait-queue slot, unique across loops */
-	int k;	       /* pages done in this transaction */
+	int k;	       /* pages done in this transaction (-1: the hot page first) */
 	bool wtxn;     /* this transaction modifies its last page */
 	bool write;    /* ... and this access is that one */
 	int io_res;    /* result of the READ/WRITE */
 	int64_t page;
 	struct buf *b; /* the page's buffer, pinned */
 	struct buf *v; /* the victim being evicted, pinned */
+	struct buf *hot; /* the hot page, pinned and locked exclusive to commit */
 	uint32_t lo, hi;
 	uint64_t t0;
 	struct txn *next_ready;
@@ -280,14 +280,19 @@ static void txn_run(struct loop *l, struct txn *t)
 				return;
 			}
 			t->t0 = bp_now_ns();
-			t->k = 0;
+			t->k = c->hot_pages ? -1 : 0;
 			t->wtxn = bp_rand(&l->rng) % 100 < (uint64_t)c->write_pct;
 			t->st = T_PAGE;
 			continue;
 
 		case T_PAGE:
-			t->page = (int64_t)bp_zipf_page(c, &l->rng);
-			t->write = t->wtxn && t->k == c->txn_pages - 1;
+			if (t->k < 0) {
+				t->page = (int64_t)bp_hot_page(c, &l->rng);
+				t->write = true;
+			} else {
+				t->page = (int64_t)bp_account_page(c, &l->rng);
+				t->write = t->wtxn && t->k == c->txn_pages - 1;
+			}
 			s->accesses++;
 			t->st = T_LOOKED;
 			if (!TXN_ASYNC(l,
@@ -328,16 +333,20 @@ static void txn_run(struct loop *l, struct txn *t)
 		}
 
 		case T_FLUSH_LOCK:
-			/* Shared: no modification can run while the image is written. */
-			t->st = T_FLUSH_WRITE;
-			if (!TXN_ASYNC(l, ursa_rwlock_rdlock_async(ring, &t->v->content, &t->op),
-				       &s->lock_waits))
-				return;
-			continue;
-
-		case T_FLUSH_WRITE:
-			txn_check_op(t);
-			txn_io(l, t, true, t->v, t->v->page);
+			/* Shared: no modification can run while the image is written.
+			 * Conditional, as PostgreSQL's BufferAlloc: its holder may
+			 * be waiting for something we hold (a hot page locked to
+			 * commit); then take another victim instead of waiting. */
+		{
+			struct buf *v = t->v;
+			if (ursa_rwlock_tryrdlock(&v->content)) {
+				t->v = NULL;
+				t->st = T_VICTIM;
+				buf_unpin(v, s);
+				continue;
+			}
+			txn_io(l, t, true, v, v->page);
+		}
 			t->st = T_FLUSH_DONE;
 			return;
 
@@ -435,6 +444,14 @@ static void txn_run(struct loop *l, struct txn *t)
 		case T_ACCESS: {
 			txn_check_op(t);
 			struct buf *b = t->b;
+			if (t->k < 0) {
+				/* The hot page: keep it locked until the commit. */
+				t->hot = b;
+				t->b = NULL;
+				t->k = 0;
+				t->st = T_PAGE;
+				continue;
+			}
 			txn_access(b, t->write, s);
 			if (t->write) {
 				bp_lock(&b->hdr, s);
@@ -451,7 +468,22 @@ static void txn_run(struct loop *l, struct txn *t)
 				t->st = T_PAGE;
 				continue;
 			}
-			bp_commit(sh->run, s, t->t0, t->wtxn);
+			unsigned mods = t->wtxn;
+			if (t->hot) {
+				struct buf *h = t->hot;
+				txn_access(h, true, s);
+				bp_lock(&h->hdr, s);
+				h->flags |= BUF_DIRTY;
+				bp_mutex_unlock(&h->hdr);
+				if (c->unsafe)
+					bp_rwlock_rdunlock(&h->content);
+				else
+					bp_rwlock_wrunlock(&h->content);
+				buf_unpin(h, s);
+				t->hot = NULL;
+				mods++;
+			}
+			bp_commit(sh->run, s, t->t0, mods);
 			t->st = T_BEGIN;
 			make_ready(l, t);
 			return;
@@ -515,8 +547,10 @@ int bp_engine_ring(struct bp_run *r)
 		r->skip = "the kernel lacks io_uring futex operations (Linux 6.7+)";
 		return 0;
 	}
-	int nloops = c->loops, per = c->inflight;
-	uint32_t nslots = (uint32_t)nloops * (uint32_t)per;
+	/* c->inflight transactions in all, spread over the loops (the first
+	 * inflight % loops loops get one more); never more loops than that. */
+	int nloops = c->loops < c->inflight ? c->loops : c->inflight;
+	uint32_t nslots = (uint32_t)c->inflight;
 
 	struct ring_shared sh = {.run = r, .pool = pool_create(c)};
 	for (unsigned i = 0; i < NWQ; i++) {
@@ -531,8 +565,10 @@ int bp_engine_ring(struct bp_run *r)
 	r->os_threads = nloops;
 
 	int started = 0, rc = 0;
+	uint32_t slot = 0;
 	for (; started < nloops; started++) {
 		struct loop *l = &loops[started];
+		int per = c->inflight / nloops + (started < c->inflight % nloops);
 		l->sh = &sh;
 		l->id = started;
 		l->s = &r->stats[started];
@@ -542,7 +578,7 @@ int bp_engine_ring(struct bp_run *r)
 		for (int i = 0; i < per; i++) {
 			struct txn *t = &l->txns[i];
 			t->l = l;
-			t->slot = (uint32_t)(started * per + i);
+			t->slot = slot++;
 			t->op.user_data = t;
 		}
 		rc = pthread_create(&l->tid, NULL, loop_main, l);

@@ -57,8 +57,14 @@ static struct buf *load_page(struct pool *p, int64_t page, struct bp_stats *s)
 	bool dirty;
 	struct buf *v = pool_sweep(p, s, &dirty);
 	if (dirty) {
-		/* Shared: no modification can run while the image is written. */
-		bp_rdlock(&v->content, s);
+		/* Shared: no modification can run while the image is written.
+		 * Conditional, as PostgreSQL's BufferAlloc: whoever holds it may
+		 * be waiting for something we hold (a hot page's lock held to
+		 * commit); then take another victim instead of waiting. */
+		if (!bp_rwlock_tryrdlock(&v->content)) {
+			buf_unpin(v, s);
+			return NULL;
+		}
 		page_pwrite(c, v->data, v->page, s);
 		bp_lock(&v->hdr, s);
 		v->flags &= ~BUF_DIRTY;
@@ -143,8 +149,19 @@ static void *tworker_main(void *arg)
 	while (bp_phase(r) != BP_STOP) {
 		uint64_t t0 = bp_now_ns();
 		bool wtxn = bp_rand(&w->rng) % 100 < (uint64_t)c->write_pct;
+		struct buf *hot = NULL;
+		if (c->hot_pages) {
+			/* pgbench tpcb's branch: locked from the first access to the
+			 * commit, like the row lock it stands for. */
+			hot = pin_page(p, (int64_t)bp_hot_page(c, &w->rng), s);
+			s->accesses++;
+			if (c->unsafe)
+				bp_rdlock(&hot->content, s);
+			else
+				bp_wrlock(&hot->content, s);
+		}
 		for (int k = 0; k < c->txn_pages; k++) {
-			int64_t page = (int64_t)bp_zipf_page(c, &w->rng);
+			int64_t page = (int64_t)bp_account_page(c, &w->rng);
 			bool write = wtxn && k == c->txn_pages - 1;
 			bool excl = write && !c->unsafe;
 			struct buf *b = pin_page(p, page, s);
@@ -165,7 +182,18 @@ static void *tworker_main(void *arg)
 				bp_rwlock_rdunlock(&b->content);
 			buf_unpin(b, s);
 		}
-		bp_commit(r, s, t0, wtxn);
+		if (hot) {
+			txn_access(hot, true, s);
+			bp_lock(&hot->hdr, s);
+			hot->flags |= BUF_DIRTY;
+			bp_mutex_unlock(&hot->hdr);
+			if (c->unsafe)
+				bp_rwlock_rdunlock(&hot->content);
+			else
+				bp_rwlock_wrunlock(&hot->content);
+			buf_unpin(hot, s);
+		}
+		bp_commit(r, s, t0, (unsigned)wtxn + (hot != NULL));
 	}
 	return NULL;
 }
