@@ -2,8 +2,9 @@
 /*
  * kernel/probe.c — ursa_probe(): what the running kernel offers.
  *
- * Computed once (the first caller wins; racing callers compute the same
- * answer) and cached. io_uring support is asked of the kernel itself with
+ * Computed and cached by the first caller; callers that come before the
+ * answer is published compute their own (the same) answer rather than wait
+ * or read a half-written cache. io_uring support is asked of the kernel itself with
  * IORING_REGISTER_PROBE on a throwaway ring, so a kernel with io_uring
  * disabled (sysctl kernel.io_uring_disabled, a seccomp filter) reads as
  * "no ring" and the async API answers -EOPNOTSUPP.
@@ -17,10 +18,26 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static struct ursa_features cached;
-static int cached_state; /* 0 unknown, 2 being written, 1 valid */
+static int cached_state; /* 0 unknown, 2 being written (claimed), 1 valid */
+
+/* Test hook: URSA_TEST_PROBE_DELAY_US=N (1..999999) holds the first
+ * publisher for N microseconds between claiming the cache and publishing
+ * it, so tests/unit/probe.c can make callers arrive in that window. Read
+ * once per process, on the publishing path only. */
+static void publish_delay(void)
+{
+	const char *s = getenv("URSA_TEST_PROBE_DELAY_US");
+	long us = s ? strtol(s, NULL, 10) : 0;
+	if (us > 0 && us < 1000000) {
+		struct timespec ts = {0, us * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
 
 static void probe_uring(struct ursa_features *f)
 {
@@ -43,23 +60,29 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 {
 	if (!f)
 		return -EINVAL;
-	if (!__atomic_load_n(&cached_state, __ATOMIC_ACQUIRE)) {
-		struct ursa_features t;
-		memset(&t, 0, sizeof(t));
-		t.futex2 = ursa_k_have_futex2();
-		t.futex_waitv = ursa_k_have_futex_waitv();
-		probe_uring(&t);
-		int unknown = 0;
-		if (__atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_ACQUIRE,
-						__ATOMIC_ACQUIRE)) {
-			cached = t;
-			__atomic_store_n(&cached_state, 1, __ATOMIC_RELEASE);
-		} else {
-			/* Another thread is publishing the same answer. */
-			while (__atomic_load_n(&cached_state, __ATOMIC_ACQUIRE) != 1)
-				ursa_cpu_relax();
-		}
+	/* Acquire pairs with the publisher's release: state 1 means `cached`
+	 * is complete. */
+	if (__atomic_load_n(&cached_state, __ATOMIC_ACQUIRE) == 1) {
+		*f = cached;
+		return 0;
 	}
-	*f = cached;
+	/* Not published yet (unknown, or another caller is between claiming
+	 * and publishing): ask the kernel ourselves and answer with that. A
+	 * caller never copies `cached` before it is published, so no one sees
+	 * the all-false struct. The first to claim publishes; the others'
+	 * answers are the same and are dropped. */
+	struct ursa_features t;
+	memset(&t, 0, sizeof(t));
+	t.futex2 = ursa_k_have_futex2();
+	t.futex_waitv = ursa_k_have_futex_waitv();
+	probe_uring(&t);
+	int unknown = 0;
+	if (__atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		publish_delay();
+		cached = t;
+		__atomic_store_n(&cached_state, 1, __ATOMIC_RELEASE);
+	}
+	*f = t;
 	return 0;
 }

@@ -5,6 +5,7 @@ UNIT_TESTS = \
 	tests/unit/cond \
 	tests/unit/event \
 	tests/unit/mutex \
+	tests/unit/probe \
 	tests/unit/rwlock \
 	tests/unit/sem \
 	tests/unit/wait_any \

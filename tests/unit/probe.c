@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/unit/probe.c — ursa_probe: every caller gets the kernel's answer,
+ * also the ones that arrive while the first is still publishing it. */
+#include "tests/helpers.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <ursa/async.h>
+
+TestSuite(probe, .timeout = 120);
+
+#define NTHREADS 8
+#define CALLS	 2000
+
+static void t_sleep_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	nanosleep(&ts, NULL);
+}
+
+static struct ursa_features want;
+static atomic_int go;
+static atomic_int bad;
+static atomic_int started;
+
+static bool same(const struct ursa_features *a, const struct ursa_features *b)
+{
+	return a->futex2 == b->futex2 && a->futex_waitv == b->futex_waitv && a->uring == b->uring &&
+	       a->uring_futex == b->uring_futex && a->uring_futexv == b->uring_futexv &&
+	       a->uring_waitid == b->uring_waitid;
+}
+
+/* Each thread calls ursa_probe over and over from its start time on, so
+ * some calls land while the first caller is between claiming the cache and
+ * publishing it. Every other thread begins with an async starter instead,
+ * whose first call asks the probe and caches "have io_uring futex ops" for
+ * the process: it must not cache "no" either. */
+struct caller {
+	struct io_uring ring;
+	long stagger_us; /* when to make the first call, after the start */
+	bool starter_first;
+};
+
+static void starter(struct caller *c)
+{
+	ursa_event_t e;
+	ursa_event_init(&e, 0);
+	ursa_event_set(&e);
+	struct ursa_op op = URSA_OP_INIT;
+	int rc = ursa_event_wait_async(&c->ring, &e, &op);
+	if ((rc != 1 || op.res != 0) && atomic_fetch_add(&bad, 1) == 0)
+		fprintf(stderr, "starter: %d res %d\n", rc, op.res);
+}
+
+static void *caller(void *arg)
+{
+	struct caller *c = arg;
+	atomic_fetch_add(&started, 1);
+	while (!atomic_load(&go))
+		;
+	if (c->stagger_us)
+		t_sleep_us(c->stagger_us);
+	if (c->starter_first)
+		starter(c);
+	for (int i = 0; i < CALLS; i++) {
+		struct ursa_features f;
+		memset(&f, 0xff, sizeof(f));
+		if (ursa_probe(&f) != 0 || !same(&f, &want)) {
+			if (atomic_fetch_add(&bad, 1) == 0)
+				fprintf(stderr, "call %d: uring %d uring_futex %d\n", i, f.uring,
+					f.uring_futex);
+		}
+	}
+	starter(c);
+	return NULL;
+}
+
+/* One round in a fresh child (fresh cache): NTHREADS callers, the first
+ * at once, the others stagger_us apart after it. */
+static int round_child(long stagger_us)
+{
+	static struct caller c[NTHREADS];
+	pthread_t t[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		if (io_uring_queue_init(4, &c[i].ring, 0) < 0)
+			return 2;
+		c[i].stagger_us = i * stagger_us;
+		c[i].starter_first = i % 2;
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&t[i], NULL, caller, &c[i]);
+	while (atomic_load(&started) < NTHREADS)
+		;
+	atomic_store(&go, 1);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	return atomic_load(&bad) ? 1 : 0;
+}
+
+static void rounds(int n, long stagger_us)
+{
+	/* The reference answer, asked by one thread alone — in a child, so
+	 * this process's cache stays empty and each round's child (a fork of
+	 * it) starts with none. */
+	struct ursa_features *ref = t_shared_alloc(sizeof(*ref));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(ursa_probe(ref) == 0 ? 0 : 1);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	want = *ref;
+	t_shared_free(ref, sizeof(*ref));
+	if (!want.uring_futex)
+		cr_skip_test("no io_uring futex ops on this kernel");
+	for (int r = 0; r < n; r++) {
+		pid = fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			_exit(round_child(stagger_us));
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st), "round %d: child died (status %#x)", r, st);
+		cr_assert_eq(WEXITSTATUS(st), 0,
+			     "round %d: a caller got a wrong probe answer or -EOPNOTSUPP (exit %d)",
+			     r, WEXITSTATUS(st));
+	}
+}
+
+/* Callers racing the first probe of a process, as several event loops
+ * starting at once do. */
+Test(probe, concurrent_first_calls)
+{
+	unsetenv("URSA_TEST_PROBE_DELAY_US");
+	rounds(50, 0);
+	rounds(50, 20);
+}
+
+/* The same with the publisher held between claiming and publishing
+ * (URSA_TEST_PROBE_DELAY_US, read by kernel/probe.c on the first probe of a
+ * process), so the callers surely arrive in that window. */
+Test(probe, callers_during_publication)
+{
+	setenv("URSA_TEST_PROBE_DELAY_US", "3000", 1);
+	rounds(10, 400);
+	unsetenv("URSA_TEST_PROBE_DELAY_US");
+}
+
+Test(probe, null)
+{
+	cr_assert_eq(ursa_probe(NULL), -EINVAL);
+}
