@@ -29,12 +29,14 @@
 #include <jemalloc/jemalloc.h>
 #endif
 
-static const char *const engine_names[BP_NENGINES] = {"threads", "threads-ursa", "ring"};
+static const char *const engine_names[BP_NENGINES] = {"threads", "threads-ursa", "ring",
+							"threads-aio", "threads-aio-timed"};
 static int (*const engine_fns[BP_NENGINES])(struct bp_run *) = {
-    bp_engine_threads_pthread,
-    bp_engine_threads_ursa,
-    bp_engine_ring,
+    bp_engine_threads_pthread, bp_engine_threads_ursa,	   bp_engine_ring,
+    bp_engine_threads_aio,     bp_engine_threads_aio_timed,
 };
+/* Run when no --engine is given: the main comparison. */
+static const bool engine_default[BP_NENGINES] = {true, true, true, false, false};
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -52,7 +54,7 @@ struct opts {
 	const char *csv;
 	const char *plot;
 	const char *dir;
-	bool quick, buffered, recreate, unsafe, sweep;
+	bool quick, buffered, recreate, unsafe, sweep, no_prefetch;
 	/* which options the command line gave (a preset fills the others) */
 	bool set_workers, set_inflight, set_write_pct, set_theta, set_hot, set_txn_pages;
 };
@@ -63,7 +65,13 @@ static void usage(FILE *f)
 	    f, "usage: ursa-bufpool [options]\n"
 	       "The buffer-pool demo: the same transactions over a file of 8 KiB pages, through\n"
 	       "a pool smaller than the file, run by three engines; then a consistency check.\n"
-	       "  --engine NAME     threads | threads-ursa | ring | all (repeatable; default all)\n"
+	       "  --engine NAME     threads | threads-ursa | ring | threads-aio |\n"
+	       "                    threads-aio-timed | all (repeatable; default the first\n"
+	       "                    three). threads-aio: worker threads reading through their\n"
+	       "                    own io_uring with blocking locks (PostgreSQL 18's\n"
+	       "                    io_method=io_uring): it deadlocks, a watchdog reports it\n"
+	       "                    and stops the run; -timed: the workaround (drain own\n"
+	       "                    completions before every wait, timed waits)\n"
 	       "  --seconds N       measured seconds per engine (default 15; --quick: 3)\n"
 	       "  --rounds N        split them in N rounds, engines interleaved (default 3)\n"
 	       "  --warmup N        unmeasured seconds before each round (default 0.5)\n"
@@ -77,6 +85,9 @@ static void usage(FILE *f)
 	       "                    8 hot pages, holding its lock to commit (pgbench tpcb's\n"
 	       "                    branch row), so page locks are really waited for\n"
 	       "  --hot-pages N     that, with N hot pages (0: none; contended: 8)\n"
+	       "  --no-prefetch     engines with asynchronous reads (ring, threads-aio*) read\n"
+	       "                    each page when they reach it, instead of starting the\n"
+	       "                    reads of all a transaction's pages at its start\n"
 	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
 	       "  --file-mb N       data file size (default 64)\n"
@@ -149,7 +160,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_ROUNDS,
 		O_SWEEP,
 		O_PRESET,
-		O_HOT
+		O_HOT,
+		O_NO_PREFETCH
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -175,6 +187,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"sweep", no_argument, 0, O_SWEEP},
 	    {"preset", required_argument, 0, O_PRESET},
 	    {"hot-pages", required_argument, 0, O_HOT},
+	    {"no-prefetch", no_argument, 0, O_NO_PREFETCH},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
@@ -201,7 +214,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 				}
 			if (!found)
 				bp_die("ursa-bufpool: unknown engine '%s' (threads, "
-				       "threads-ursa, ring, all)\n",
+				       "threads-ursa, ring, threads-aio, threads-aio-timed, "
+				       "all)\n",
 				       optarg);
 			o->any_engine = true;
 			break;
@@ -231,6 +245,9 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_SWEEP:
 			o->sweep = true;
+			break;
+		case O_NO_PREFETCH:
+			o->no_prefetch = true;
 			break;
 		case O_PRESET:
 			if (strcmp(optarg, "default") && strcmp(optarg, "contended"))
@@ -293,7 +310,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	}
 	if (!o->any_engine)
 		for (int e = 0; e < BP_NENGINES; e++)
-			o->engine[e] = true;
+			o->engine[e] = engine_default[e];
 	/* contended: pgbench tpcb's shape. Every transaction updates one of a
 	 * handful of hot pages (the branch rows), holding its lock until it
 	 * commits, besides its ordinary accesses. */
@@ -490,11 +507,14 @@ struct result {
 	bool exact_sys;		 /* every round had the kernel count */
 	uint64_t scanned, flushed;
 	bool consistent; /* every round's check passed */
+	int stalls;	 /* rounds the engine's watchdog found deadlocked */
+	char stall[440]; /* the first one's report */
 	char why[200];	 /* the first failure, or the last success */
 	/* derived by finish_result() */
 	double tps, p50_us, p99_us, max_us;
 	double cs_per_txn, cpu_us_per_txn, sys_per_txn, own_sys_per_txn;
 	double lock_waits_per_txn, io_waits_per_txn, hit_pct, writebacks_per_txn;
+	double prefetches_per_txn, timeouts_per_txn;
 };
 
 struct sample {
@@ -545,7 +565,8 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	for (int i = 0; i < r.nstats; i++)
 		bp_stats_add(&t, &r.stats[i]);
 	free(r.stats);
-	double secs = (double)(r.t_stop - r.t_measure) / 1e9, tps = (double)t.win_commits / secs;
+	double secs = (double)(r.t_stop - r.t_measure) / 1e9;
+	double tps = secs > 0 ? (double)t.win_commits / secs : 0;
 	if (!res->ran) {
 		res->ran = true;
 		res->consistent = true;
@@ -566,6 +587,9 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	else
 		res->exact_sys = false;
 	res->flushed += r.flushed;
+	if (r.stalls && !res->stalls)
+		snprintf(res->stall, sizeof(res->stall), "round %d: %s", round + 1, r.stall);
+	res->stalls += r.stalls;
 
 	/* The consistency check: the pool was flushed; read everything back. */
 	uint64_t sum, bad = scan_file(c, &sum);
@@ -604,6 +628,8 @@ static void finish_result(struct result *res)
 	res->lock_waits_per_txn = (double)t->lock_waits / n;
 	res->io_waits_per_txn = (double)t->io_waits / n;
 	res->writebacks_per_txn = (double)t->writebacks / n;
+	res->prefetches_per_txn = (double)t->prefetches / n;
+	res->timeouts_per_txn = (double)t->lock_timeouts / n;
 	res->hit_pct = t->accesses ? 100.0 * (1.0 - (double)t->misses / (double)t->accesses) : 0;
 }
 
@@ -632,6 +658,9 @@ static int metrics_of(const struct result *r, struct metric *m)
 	m[n++] = (struct metric){"io_waits_per_txn", "count", r->io_waits_per_txn};
 	m[n++] = (struct metric){"hit_ratio", "%", r->hit_pct};
 	m[n++] = (struct metric){"writebacks_per_txn", "count", r->writebacks_per_txn};
+	m[n++] = (struct metric){"prefetches_per_txn", "count", r->prefetches_per_txn};
+	m[n++] = (struct metric){"timed_out_waits_per_txn", "count", r->timeouts_per_txn};
+	m[n++] = (struct metric){"deadlocks", "rounds", (double)r->stalls};
 	m[n++] = (struct metric){"committed", "txn", (double)r->tot.commits};
 	m[n++] = (struct metric){"in_flight", "txn", (double)r->inflight};
 	m[n++] = (struct metric){"consistent", "bool", r->consistent ? 1 : 0};
@@ -645,7 +674,7 @@ static void write_csv_rows(FILE *f, const char *scenario, const struct result *r
 	for (int e = 0; e < BP_NENGINES; e++) {
 		if (!res[e].ran)
 			continue;
-		struct metric m[20];
+		struct metric m[24];
 		int n = metrics_of(&res[e], m);
 		for (int i = 0; i < n; i++)
 			fprintf(f, "%s,%s,%d,%s,%.6g,%s\n", scenario, engine_names[e],
@@ -695,14 +724,14 @@ static void print_table(const struct result *res)
 	for (int e = 0; e < BP_NENGINES; e++)
 		if (res[e].ran && res[e].exact_sys)
 			ex = "kernel count";
-	printf("\n%-13s %4s %10s %9s %9s %8s %8s %9s %9s %8s %8s %6s  %s\n", "engine", "thr",
+	printf("\n%-17s %4s %10s %9s %9s %8s %8s %9s %9s %8s %8s %6s  %s\n", "engine", "thr",
 	       "txn/s", "p50 us", "p99 us", "cs/txn", "cpu us", "sys/txn", "own sys", "lockw",
 	       "iowait", "hit %", "consistent");
 	for (int e = 0; e < BP_NENGINES; e++) {
 		const struct result *r = &res[e];
 		if (!r->ran) {
 			if (r->skip)
-				printf("%-13s skipped: %s\n", engine_names[e], r->skip);
+				printf("%-17s skipped: %s\n", engine_names[e], r->skip);
 			continue;
 		}
 		char sys[32];
@@ -710,10 +739,23 @@ static void print_table(const struct result *res)
 			snprintf(sys, sizeof(sys), "%.2f", r->sys_per_txn);
 		else
 			snprintf(sys, sizeof(sys), "-");
-		printf("%-13s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
+		printf("%-17s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
 		       engine_names[e], r->os_threads, r->tps, r->p50_us, r->p99_us, r->cs_per_txn,
 		       r->cpu_us_per_txn, sys, r->own_sys_per_txn, r->lock_waits_per_txn,
 		       r->io_waits_per_txn, r->hit_pct, r->consistent ? "yes" : "NO");
+	}
+	for (int e = 0; e < BP_NENGINES; e++) {
+		const struct result *r = &res[e];
+		if (r->ran && r->stalls)
+			printf("  %s DEADLOCKED (watchdog; its row covers the round up to the stall, "
+			       "further rounds skipped): %s\n",
+			       engine_names[e], r->stall);
+		else if (r->ran && (r->prefetches_per_txn > 0 || r->timeouts_per_txn > 0))
+			printf("  %s: %.2f reads started ahead per txn%s", engine_names[e],
+			       r->prefetches_per_txn, r->timeouts_per_txn > 0 ? "" : "\n");
+		if (r->ran && !r->stalls && r->timeouts_per_txn > 0)
+			printf(", %.2f timed waits expired per txn (the workaround's wake-ups)\n",
+			       r->timeouts_per_txn);
 	}
 	printf("  txn/s over the rounds (per round:");
 	for (int e = 0; e < BP_NENGINES; e++)
@@ -745,7 +787,7 @@ static void print_table(const struct result *res)
 	printf("\nconsistency check (pool flushed, file read back):\n");
 	for (int e = 0; e < BP_NENGINES; e++)
 		if (res[e].ran)
-			printf("  %-13s %s: %s\n", engine_names[e],
+			printf("  %-17s %s: %s\n", engine_names[e],
 			       res[e].consistent ? "OK" : "FAILED", res[e].why);
 }
 
@@ -759,6 +801,9 @@ static void run_point(const struct opts *o, const struct bp_config *c, uint64_t 
 			if (o->engine[e] && !res[e].skip) {
 				res[e].rounds = o->rounds;
 				res[e].inflight = e == BP_RING ? c->inflight : c->workers;
+				/* A deadlocked engine stays deadlocked: one round tells. */
+				if (res[e].stalls)
+					continue;
 				run_round(e, k, c, baseline, &res[e]);
 			}
 	for (int e = 0; e < BP_NENGINES; e++)
@@ -851,6 +896,7 @@ int main(int argc, char **argv)
 	    .hot_pages = o.hot_pages,
 	    .theta = o.theta,
 	    .unsafe = o.unsafe,
+	    .prefetch = !o.no_prefetch,
 	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
 	};
 	c.nbufs = (uint32_t)(o.pool_pages > 0 ? (uint64_t)o.pool_pages : c.npages / 4);

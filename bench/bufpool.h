@@ -47,6 +47,8 @@ enum bp_engine_kind {
 	BP_THREADS,	 /* pthread locks, blocking pread/pwrite, condvar I/O waits */
 	BP_THREADS_URSA, /* the same code on ursa's blocking primitives */
 	BP_RING,	 /* event loops, ursa async locks + io_uring I/O + waitq */
+	BP_THREADS_AIO,	      /* threads, reads in their own io_uring, blocking locks */
+	BP_THREADS_AIO_TIMED, /* the same, with the deadlock's workaround */
 	BP_NENGINES
 };
 
@@ -65,6 +67,8 @@ struct bp_config {
 	int write_pct;	/* % of transactions that modify their last page */
 	double theta;	/* zipf skew */
 	bool unsafe;	/* self-test: writers take the content lock SHARED */
+	bool prefetch;	/* engines with async reads start a transaction by
+			 * starting the reads of all its pages (a read stream) */
 	/* the file and the pool */
 	int fd; /* the data file (O_DIRECT unless buffered) */
 	bool direct;
@@ -172,6 +176,8 @@ struct bp_stats {
 	uint64_t lock_waits;  /* lock acquisitions that could not be had at once */
 	uint64_t io_waits;    /* waits for a page another worker was reading */
 	uint64_t bad_pages;   /* page images that failed verification */
+	uint64_t prefetches;  /* reads started ahead by a prefetch */
+	uint64_t lock_timeouts; /* threads-aio-timed: timed waits that expired */
 	uint64_t hist[BP_HIST_BUCKETS];
 } BP_ALIGNED;
 
@@ -194,6 +200,8 @@ struct bp_run {
 	const char *skip; /* engine could not run: why */
 	uint64_t flushed; /* dirty buffers written back after the run */
 	long problems;	  /* pool not quiescent at the end (see pool_destroy) */
+	int stalls;	  /* the engine's watchdog found it stalled (threads-aio) */
+	char stall[400];  /* what it found */
 	/* called by the engine right after its workers are joined, before it
 	 * flushes and destroys the pool: bufpool.c samples the counters. */
 	void (*joined)(struct bp_run *);
@@ -224,6 +232,8 @@ void bp_timeline(struct bp_run *r);
 int bp_engine_threads_pthread(struct bp_run *r);
 int bp_engine_threads_ursa(struct bp_run *r);
 int bp_engine_ring(struct bp_run *r);
+int bp_engine_threads_aio(struct bp_run *r);
+int bp_engine_threads_aio_timed(struct bp_run *r);
 
 void *bp_alloc(size_t align, size_t size); /* zeroed; exits on failure */
 void bp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

@@ -10,6 +10,7 @@ bench_ursa_bufpool_SOURCES = \
 	bench/bufpool_common.c \
 	bench/bufpool_threads_pthread.c \
 	bench/bufpool_threads_ursa.c \
+	bench/bufpool_threads_aio.c \
 	bench/bufpool_ring.c
 bench_ursa_bufpool_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
 # -static: link the uninstalled libursa statically (no libtool wrapper

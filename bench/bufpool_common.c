@@ -169,6 +169,8 @@ void bp_stats_add(struct bp_stats *into, const struct bp_stats *s)
 	into->lock_waits += s->lock_waits;
 	into->io_waits += s->io_waits;
 	into->bad_pages += s->bad_pages;
+	into->prefetches += s->prefetches;
+	into->lock_timeouts += s->lock_timeouts;
 	for (unsigned i = 0; i < BP_HIST_BUCKETS; i++)
 		into->hist[i] += s->hist[i];
 }
@@ -210,24 +212,41 @@ static void sleep_until(uint64_t t)
 	}
 }
 
+/* Sleep until t, or until someone else (a watchdog) stopped the run. */
+static bool sleep_until_or_stop(struct bp_run *r, uint64_t t)
+{
+	for (uint64_t now; (now = bp_now_ns()) < t;) {
+		if (bp_phase(r) == BP_STOP)
+			return false;
+		uint64_t d = t - now < 50000000u ? t - now : 50000000u;
+		sleep_until(now + d);
+	}
+	return bp_phase(r) != BP_STOP;
+}
+
 void bp_timeline(struct bp_run *r)
 {
 	const struct bp_config *c = r->cfg;
 	uint64_t t = bp_now_ns();
-	sleep_until(t + (uint64_t)(c->warmup * 1e9));
-	r->t_measure = bp_now_ns();
-	__atomic_store_n(&r->phase, BP_MEASURE, __ATOMIC_RELAXED);
-	uint64_t end = r->t_measure + (uint64_t)(c->seconds * 1e9);
 	bool tty = isatty(2);
-	/* A progress line on stderr, once a second, on a terminal. */
-	for (uint64_t now; (now = bp_now_ns()) < end;) {
-		uint64_t next = now + 1000000000u < end ? now + 1000000000u : end;
-		sleep_until(next);
+	r->t_measure = 0;
+	if (sleep_until_or_stop(r, t + (uint64_t)(c->warmup * 1e9))) {
+		r->t_measure = bp_now_ns();
+		__atomic_store_n(&r->phase, BP_MEASURE, __ATOMIC_RELAXED);
+		uint64_t end = r->t_measure + (uint64_t)(c->seconds * 1e9);
+		/* A progress line on stderr, once a second, on a terminal. */
+		for (uint64_t now; (now = bp_now_ns()) < end;) {
+			uint64_t next = now + 1000000000u < end ? now + 1000000000u : end;
+			if (!sleep_until_or_stop(r, next))
+				break;
+			if (tty)
+				fprintf(stderr, "\r  %.0f s left   ", (double)(end - next) / 1e9);
+		}
 		if (tty)
-			fprintf(stderr, "\r  %.0f s left   ", (double)(end - next) / 1e9);
+			fprintf(stderr, "\r                \r");
 	}
-	if (tty)
-		fprintf(stderr, "\r                \r");
 	r->t_stop = bp_now_ns();
+	if (!r->t_measure)
+		r->t_measure = r->t_stop; /* stopped during the warm-up */
 	__atomic_store_n(&r->phase, BP_STOP, __ATOMIC_RELAXED);
 }

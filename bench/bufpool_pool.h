@@ -265,6 +265,60 @@ static __attribute__((returns_nonnull)) struct buf *pool_sweep(struct pool *p, s
 	}
 }
 
+/* ---- prefetch (engines with asynchronous reads) ------------------------ */
+
+/*
+ * Start bringing page into the pool without waiting for anything, as a
+ * read stream does ahead of its consumer (PostgreSQL 18's io_method=io_uring
+ * engines). Returns a buffer remapped to page with IO set and pinned once by
+ * the prefetch: the caller starts its read, and when the read completes
+ * marks it valid and wakes its waiters as a read of its own, then unpins it.
+ * NULL: the page is already mapped (or being read), or a lock or a clean
+ * victim could not be had at once; the access will then read it itself.
+ * Try-locks only (the header lock aside, held for a few instructions), so
+ * no lock order applies and nothing is waited for.
+ */
+static inline struct buf *pool_prefetch(struct pool *p, int64_t page, struct bp_stats *s)
+{
+	bp_rwlock_t *part = &p->parts[pool_part(p, page)].lock;
+	if (!bp_rwlock_tryrdlock(part))
+		return NULL;
+	bool mapped = map_lookup(p, page) != NULL;
+	bp_rwlock_rdunlock(part);
+	if (mapped)
+		return NULL;
+	bool dirty;
+	struct buf *v = pool_sweep(p, s, &dirty);
+	bool ok = false;
+	uint32_t lo, hi;
+	map_parts(p, page, v->page, &lo, &hi);
+	if (!dirty && bp_rwlock_trywrlock(&p->parts[lo].lock)) {
+		if (hi == lo || bp_rwlock_trywrlock(&p->parts[hi].lock)) {
+			if (!map_lookup(p, page)) {
+				bp_lock(&v->hdr, s);
+				if (v->pins == 1 && !(v->flags & BUF_DIRTY)) {
+					if (v->page >= 0)
+						map_remove(p, v->page, v);
+					map_insert(p, page, v);
+					v->page = page;
+					v->flags = BUF_IO;
+					v->usage = 1;
+					ok = true;
+				}
+				bp_mutex_unlock(&v->hdr);
+			}
+			if (hi != lo)
+				bp_rwlock_wrunlock(&p->parts[hi].lock);
+		}
+		bp_rwlock_wrunlock(&p->parts[lo].lock);
+	}
+	if (!ok) {
+		buf_unpin(v, s);
+		return NULL;
+	}
+	return v;
+}
+
 /* ---- synchronous page I/O (threads engines, flush) --------------------- */
 
 static inline void page_pread(const struct bp_config *c, void *dst, int64_t page,
