@@ -145,7 +145,34 @@ static inline void ad_glibc_cond_signal(ad_glibc_cond_t *c)
 {
 	AD_CHECK("pthread_cond_signal", pthread_cond_signal(c));
 }
+static inline void ad_glibc_cond_broadcast(ad_glibc_cond_t *c)
+{
+	AD_CHECK("pthread_cond_broadcast", pthread_cond_broadcast(c));
+}
 AD_PP_FROM_COND(glibc)
+
+/* POSIX unnamed semaphore (process-private). */
+#include <errno.h>
+#include <semaphore.h>
+typedef sem_t ad_glibc_sem_t;
+static inline void ad_glibc_sem_init(ad_glibc_sem_t *s, unsigned v)
+{
+	AD_CHECK("sem_init", sem_init(s, 0, v) ? errno : 0);
+}
+static inline void ad_glibc_sem_destroy(ad_glibc_sem_t *s)
+{
+	AD_CHECK("sem_destroy", sem_destroy(s) ? errno : 0);
+}
+static inline void ad_glibc_sem_wait(ad_glibc_sem_t *s)
+{
+	while (sem_wait(s))
+		if (errno != EINTR)
+			ad_die("sem_wait", errno);
+}
+static inline void ad_glibc_sem_post(ad_glibc_sem_t *s)
+{
+	AD_CHECK("sem_post", sem_post(s) ? errno : 0);
+}
 
 /* ------------------------------------------------------------- ursa */
 #include <ursa.h>
@@ -219,8 +246,30 @@ static inline void ad_ursa_cond_signal(ad_ursa_cond_t *c)
 {
 	AD_CHECK("ursa_cond_signal", ursa_cond_signal(c));
 }
+static inline void ad_ursa_cond_broadcast(ad_ursa_cond_t *c)
+{
+	AD_CHECK("ursa_cond_broadcast", ursa_cond_broadcast(c));
+}
 AD_PP_FROM_COND(ursa)
 #endif
+
+typedef ursa_sem_t ad_ursa_sem_t;
+static inline void ad_ursa_sem_init(ad_ursa_sem_t *s, unsigned v)
+{
+	AD_CHECK("ursa_sem_init", ursa_sem_init(s, v, 0));
+}
+static inline void ad_ursa_sem_destroy(ad_ursa_sem_t *s)
+{
+	AD_CHECK("ursa_sem_destroy", ursa_sem_destroy(s));
+}
+static inline void ad_ursa_sem_wait(ad_ursa_sem_t *s)
+{
+	AD_CHECK("ursa_sem_wait", ursa_sem_wait(s));
+}
+static inline void ad_ursa_sem_post(ad_ursa_sem_t *s)
+{
+	AD_CHECK("ursa_sem_post", ursa_sem_post(s));
+}
 
 /* ------------------------------------------------------------- nsync */
 #ifdef HAVE_NSYNC
@@ -291,6 +340,10 @@ static inline void ad_nsync_cond_wait(ad_nsync_cond_t *c, ad_nsync_mutex_t *m)
 static inline void ad_nsync_cond_signal(ad_nsync_cond_t *c)
 {
 	nsync_cv_signal(c);
+}
+static inline void ad_nsync_cond_broadcast(ad_nsync_cond_t *c)
+{
+	nsync_cv_broadcast(c);
 }
 AD_PP_FROM_COND(nsync)
 #endif
@@ -423,6 +476,87 @@ static inline void ad_ck_pp_pass(ad_ck_pp_t *p, int to)
 {
 	(void)to;
 	ck_ec32_inc(&p->ec, &ad_ck_ec_mode);
+}
+#endif
+
+/* ------------------------------------------------------------- absl */
+#if URSA_BENCH_HAVE_ABSL
+/*
+ * abseil's absl::Mutex (a reader-writer mutex: ReaderLock) and
+ * absl::CondVar, through the C functions of bench/absl_adapter.cc (one
+ * call each; absl's own Lock/Unlock are out of line in libabsl anyway).
+ * absl has no counting semaphore.
+ */
+#include "bench/absl_adapter.h"
+
+typedef ursa_bench_absl_mu ad_absl_mutex_t;
+static inline void ad_absl_mutex_init(ad_absl_mutex_t *m)
+{
+	ursa_bench_absl_mu_init(m);
+}
+static inline void ad_absl_mutex_destroy(ad_absl_mutex_t *m)
+{
+	ursa_bench_absl_mu_destroy(m);
+}
+static inline void ad_absl_lock(ad_absl_mutex_t *m)
+{
+	ursa_bench_absl_lock(m);
+}
+static inline void ad_absl_unlock(ad_absl_mutex_t *m)
+{
+	ursa_bench_absl_unlock(m);
+}
+static inline bool ad_absl_trylock(ad_absl_mutex_t *m)
+{
+	return ursa_bench_absl_trylock(m);
+}
+
+typedef ursa_bench_absl_mu ad_absl_rw_t;
+static inline void ad_absl_rw_init(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_mu_init(l);
+}
+static inline void ad_absl_rw_destroy(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_mu_destroy(l);
+}
+static inline void ad_absl_rdlock(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_rdlock(l);
+}
+static inline void ad_absl_rdunlock(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_rdunlock(l);
+}
+static inline void ad_absl_wrlock(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_lock(l);
+}
+static inline void ad_absl_wrunlock(ad_absl_rw_t *l)
+{
+	ursa_bench_absl_unlock(l);
+}
+
+typedef ursa_bench_absl_cv ad_absl_cond_t;
+static inline void ad_absl_cond_init(ad_absl_cond_t *c)
+{
+	ursa_bench_absl_cv_init(c);
+}
+static inline void ad_absl_cond_destroy(ad_absl_cond_t *c)
+{
+	ursa_bench_absl_cv_destroy(c);
+}
+static inline void ad_absl_cond_wait(ad_absl_cond_t *c, ad_absl_mutex_t *m)
+{
+	ursa_bench_absl_cv_wait(c, m);
+}
+static inline void ad_absl_cond_signal(ad_absl_cond_t *c)
+{
+	ursa_bench_absl_cv_signal(c);
+}
+static inline void ad_absl_cond_broadcast(ad_absl_cond_t *c)
+{
+	ursa_bench_absl_cv_broadcast(c);
 }
 #endif
 

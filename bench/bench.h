@@ -27,6 +27,10 @@
 #define URSA_BENCH_HAVE_COND   1
 #define URSA_BENCH_HAVE_WAITQ  1
 #define URSA_BENCH_HAVE_ASYNC  1
+/* abseil's absl::Mutex (bench/absl_adapter.cc): 1 when configure found it. */
+#ifndef URSA_BENCH_HAVE_ABSL
+#define URSA_BENCH_HAVE_ABSL 0
+#endif
 
 #define BENCH_CACHELINE	 64
 #define BENCH_ALIGNED	 __attribute__((aligned(BENCH_CACHELINE)))
@@ -52,6 +56,9 @@ struct bench_opts {
 	int pingpong_rounds;  /* round trips per cond-pingpong rep */
 	int handoff_samples;  /* hand-offs per handoff-latency rep */
 	int wake_rounds;      /* wake rounds per wake-batch rep */
+	bool threads_set, reps_set, duration_set; /* given on the command line */
+	const char *cn_workloads; /* contention: --workloads list, or NULL: all */
+	const char *cn_sections;  /* contention: --sections list, or NULL: all */
 	int ncpu;	      /* CPUs this process may run on */
 	int cpus[1024];	      /* their numbers, for --pin */
 };
@@ -95,6 +102,10 @@ struct bench_scenario {
 	int nimpls; /* impls[0] is the baseline of the ratios */
 	struct bench_impl impls[BENCH_MAX_IMPLS];
 	const char *missing; /* why some ursa implementation is not built, or NULL */
+	/* A scenario with its own runner (contention: rounds in alternating
+	 * order, ratios per round): called instead of the generic loop. */
+	int (*run)(const struct bench_scenario *s, FILE *csv, const char *csv_path);
+	bool opt_in; /* runs only when named with --scenario */
 };
 
 /* Each scenario module fills its descriptors (adds impls it has). */
@@ -104,6 +115,7 @@ void bench_locks_register(struct bench_scenario *uncontended, struct bench_scena
 void bench_wake_register(struct bench_scenario *wake);
 void bench_async_register(struct bench_scenario *async);
 void bench_shim_register(struct bench_scenario *shim);
+void bench_contention_register(struct bench_scenario *contention);
 
 void bench_add_impl(struct bench_scenario *s, const char *name, const char *note,
 		    bench_measure_fn fn);

@@ -12,6 +12,9 @@ bench_ursa_bench_SOURCES = \
 	bench/bench_wake.c \
 	bench/bench_async.c \
 	bench/bench_shim.c \
+	bench/bench_contention.c \
+	bench/contention_tmpl.h \
+	bench/absl_adapter.h \
 	bench/ursa-bench.c
 bench_ursa_bench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
 # pthread-shim runs real programs with LD_PRELOAD of this build's shim
@@ -19,7 +22,7 @@ bench_ursa_bench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
 bench_ursa_bench_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DURSA_BENCH_SHIM='"$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so"'
 EXTRA_bench_ursa_bench_DEPENDENCIES = lib/shim/libursa-pthread.la
-bench_ursa_bench_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS)
+bench_ursa_bench_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS) -lm
 if HAVE_NSYNC
 bench_ursa_bench_LDADD += $(NSYNC_LIBS)
 endif
@@ -43,3 +46,11 @@ bench: bench/ursa-bench$(EXEEXT) bench-force
 	bench/ursa-bench --quick --csv bench/out/quick.csv
 bench-force:
 CLEANFILES += bench/out/quick.csv
+
+# `make bench-contention`: the contention matrix (issue 11): every workload,
+# critical section, thread count and implementation in alternating rounds;
+# table on stdout, CSV and one PNG per workload in bench/out/. About 15 min;
+# BENCH_ARGS=--quick for a few minutes (e.g. BENCH_ARGS='--quick --workloads mutex').
+bench-contention: bench/ursa-bench$(EXEEXT) bench-force
+	$(MKDIR_P) bench/out
+	bench/ursa-bench --scenario contention $(BENCH_ARGS) --csv bench/out/contention.csv

@@ -20,10 +20,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-enum { S_UNC, S_CON, S_RW, S_PP, S_HO, S_WAKE, S_ASYNC, S_SHIM, S_COUNT };
+enum { S_UNC, S_CON, S_RW, S_PP, S_HO, S_WAKE, S_ASYNC, S_SHIM, S_CONT, S_COUNT };
 static struct bench_scenario scen[S_COUNT];
 
 static FILE *csv;
+static const char *csv_path;
 static bool progress_tty;
 
 /* jemalloc, when linked, exports mallctl; a weak reference tells us. */
@@ -32,17 +33,23 @@ extern int mallctl(const char *, void *, size_t *, void *, size_t) __attribute__
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ursa-bench [--quick] [--scenario NAME[,NAME...]] [--threads N] [--pin]\n"
-		   "                  [--reps N] [--duration SECONDS] [--csv FILE] [--help]\n\n"
+		   "                  [--reps N] [--duration SECONDS] [--csv FILE]\n"
+		   "                  [--workloads W[,W...]] [--sections CS[,CS...]] [--help]\n\n"
 		   "  --quick          every scenario, short runs, 3 repetitions (under a minute)\n"
 		   "  --scenario NAME  run only these scenarios (comma-separated)\n"
 		   "  --threads N      top of the thread axis (default: 2 x CPUs)\n"
 		   "  --pin            pin thread i to allowed CPU i mod CPUs\n"
 		   "  --reps N         repetitions per point; the median is reported (default 5)\n"
 		   "  --duration S     length of one timed repetition (default 1, quick 0.1)\n"
-		   "  --csv FILE       also write rows scenario,impl,threads,metric,value,unit\n\n"
+		   "  --csv FILE       also write rows scenario,impl,threads,metric,value,unit\n"
+		   "  --workloads W    contention: only these of mutex,rw95,rw50,sem,cond\n"
+		   "  --sections CS    contention: only these of empty,100ns,1us,yield\n"
+		   "                   (contention: default threads 1..32, 5 rounds of 0.3 s;\n"
+		   "                   quick 3 rounds of 0.05 s; plots beside the --csv file)\n\n"
 		   "scenarios:\n");
 	for (int i = 0; i < S_COUNT; i++)
 		fprintf(f, "  %-20s %s\n", scen[i].name, scen[i].what);
+	fprintf(f, "\nWithout --scenario every scenario runs except those marked 'only when named'.\n");
 }
 
 static bool selected(const char *list, const char *name)
@@ -145,6 +152,8 @@ static void progress_clear(void)
 
 static int run_scenario(struct bench_scenario *s)
 {
+	if (s->run)
+		return s->run(s, csv, csv_path);
 	if (s->thread_axis) {
 		s->npoints = 0;
 		for (int t = 1; t < bench_opt.max_threads && s->npoints < BENCH_MAX_POINTS - 1;
@@ -223,10 +232,12 @@ int main(int argc, char **argv)
 	    {"pin", no_argument, NULL, 'p'},
 	    {"reps", required_argument, NULL, 'r'},
 	    {"duration", required_argument, NULL, 'd'},
+	    {"workloads", required_argument, NULL, 'W'},
+	    {"sections", required_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *csv_path = NULL, *only = NULL;
+	const char *only = NULL;
 	int reps = 0, threads = 0;
 	double duration = 0;
 
@@ -234,6 +245,7 @@ int main(int argc, char **argv)
 	bench_wake_register(&scen[S_WAKE]);
 	bench_async_register(&scen[S_ASYNC]);
 	bench_shim_register(&scen[S_SHIM]);
+	bench_contention_register(&scen[S_CONT]);
 
 	for (int c; (c = getopt_long(argc, argv, "qc:s:t:pr:d:h", opts, NULL)) != -1;) {
 		switch (c) {
@@ -269,6 +281,12 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ursa-bench: --duration wants seconds > 0\n");
 				return 2;
 			}
+			break;
+		case 'W':
+			bench_opt.cn_workloads = optarg;
+			break;
+		case 'S':
+			bench_opt.cn_sections = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -314,6 +332,9 @@ int main(int argc, char **argv)
 
 	bool q = bench_opt.quick;
 	bench_opt.max_threads = threads ? threads : 2 * bench_opt.ncpu;
+	bench_opt.threads_set = threads > 0;
+	bench_opt.reps_set = reps > 0;
+	bench_opt.duration_set = duration > 0;
 	bench_opt.reps = reps ? reps : (q ? 3 : 5);
 	bench_opt.duration_s = duration > 0 ? duration : (q ? 0.1 : 1.0);
 	bench_opt.uncontended_ops = q ? 2000000 : 20000000;
@@ -338,7 +359,7 @@ int main(int argc, char **argv)
 	       "run%s%s\n",
 	       u.sysname, u.release, bench_opt.ncpu, bench_opt.max_threads, bench_opt.reps,
 	       bench_opt.duration_s, bench_opt.pin ? ", pinned" : "", q ? ", quick" : "");
-	printf("implementations: glibc pthreads (baseline), ursa%s%s; allocator: %s\n",
+	printf("implementations: glibc pthreads (baseline), ursa%s%s%s; allocator: %s\n",
 #ifdef HAVE_NSYNC
 	       ", nsync",
 #else
@@ -349,11 +370,12 @@ int main(int argc, char **argv)
 #else
 	       " (Concurrency Kit not built)",
 #endif
+	       URSA_BENCH_HAVE_ABSL ? ", absl::Mutex (contention only)" : "",
 	       mallctl ? "jemalloc" : "libc malloc");
 
 	int ret = 0;
 	for (int i = 0; i < S_COUNT && !ret; i++)
-		if (selected(only, scen[i].name))
+		if (only ? selected(only, scen[i].name) : !scen[i].opt_in)
 			ret = run_scenario(&scen[i]);
 	progress_clear();
 	if (csv && fclose(csv)) {
