@@ -23,3 +23,11 @@ bench_ursa_bufpool_CFLAGS += $(JEMALLOC_CFLAGS)
 bench_ursa_bufpool_LDADD += $(JEMALLOC_LIBS)
 endif
 EXTRA_DIST += bench/BUFPOOL.md scripts/demo.sh
+
+# bench/ursa-commit: group commit across processes (the directed-wakeup
+# case): sem, condvar, waitq, waitq-ring. A program, never a test.
+noinst_PROGRAMS += bench/ursa-commit
+bench_ursa_commit_SOURCES = bench/ursa-commit.c
+bench_ursa_commit_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
+bench_ursa_commit_LDFLAGS = $(AM_LDFLAGS) -static
+bench_ursa_commit_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS) -lm
