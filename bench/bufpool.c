@@ -773,7 +773,7 @@ static void print_table(const struct result *res)
 	if (base->ran && base->tps > 0) {
 		for (int e = 1; e < BP_NENGINES; e++) {
 			const struct result *r = &res[e];
-			if (!r->ran)
+			if (!r->ran || r->stalls)
 				continue;
 			printf("%s vs threads: %.2fx throughput, p99 %.2fx, context switches "
 			       "%.2fx, CPU per txn %.2fx\n",
