@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { CN_MUTEX, CN_RW95, CN_RW50, CN_SEM, CN_COND, CN_NWORK };
 enum { CS_EMPTY, CS_100NS, CS_1US, CS_YIELD, CN_NCS };
@@ -58,7 +59,8 @@ struct cn_result {
 	double ops_s;	  /* operations (cond: items through the queue) per second */
 	double share_min; /* least-served thread's acquisitions / mean */
 	double share_max; /* most-served thread's acquisitions / mean */
-	double p99_us;	  /* p99 of the sampled lock-call-to-held time */
+	double p99_us;	  /* p99 of the sampled lock-call-to-held times, all threads */
+	double worst_us;  /* the largest of the threads' own p99s */
 };
 
 /* The part of every workload's shared state the harness drives. */
@@ -188,6 +190,21 @@ static struct cn_thread *cn_run(const struct cn_point *pt, struct cn_common *c, 
 	return th;
 }
 
+/* The p99 of a histogram in microseconds (0 without samples). */
+static double cn_p99_us(const uint64_t *hist)
+{
+	uint64_t total = 0, acc = 0;
+	for (int b = 0; b < CN_HBUCKETS; b++)
+		total += hist[b];
+	uint64_t want = total - total / 100; /* the sample at rank 99% */
+	for (int b = 0; b < CN_HBUCKETS && total; b++) {
+		acc += hist[b];
+		if (acc >= want)
+			return cn_bucket_mid((unsigned)b) / cn_ticks_per_ns / 1e3;
+	}
+	return 0;
+}
+
 static void cn_result(const struct cn_point *pt, const struct cn_common *c,
 		      const struct cn_thread *th, int n, struct cn_result *r)
 {
@@ -207,17 +224,18 @@ static void cn_result(const struct cn_point *pt, const struct cn_common *c,
 	r->ops_s = (double)items / ((double)c->elapsed_ns / 1e9);
 	r->share_min = mean > 0 ? (double)omin / mean : 0;
 	r->share_max = mean > 0 ? (double)omax / mean : 0;
-	uint64_t total = 0, acc = 0;
-	for (int b = 0; b < CN_HBUCKETS; b++)
-		total += hist[b];
-	r->p99_us = 0;
-	uint64_t want = total - total / 100; /* the sample at rank 99% */
-	for (int b = 0; b < CN_HBUCKETS && total; b++) {
-		acc += hist[b];
-		if (acc >= want) {
-			r->p99_us = cn_bucket_mid((unsigned)b) / cn_ticks_per_ns / 1e3;
-			break;
-		}
+	r->p99_us = cn_p99_us(hist);
+	/* Most acquisitions under contention are a running thread re-taking
+	 * the lock at once, so the merged p99 can hide the threads that wait
+	 * long: the worst thread's own p99 shows them (a thread that never got
+	 * the lock has no sample; share-min shows it). */
+	r->worst_us = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t h[CN_HBUCKETS];
+		for (int b = 0; b < CN_HBUCKETS; b++)
+			h[b] = th[i].hist[b];
+		double p = cn_p99_us(h);
+		r->worst_us = p > r->worst_us ? p : r->worst_us;
 	}
 }
 
@@ -292,10 +310,11 @@ static const struct cn_impl cn_impls[] = {
 /* Medians of every point, kept for the plots and the summary. */
 struct cn_cell {
 	bool have;
-	double ops, ratio, rmin, rmax, share_min, share_max, p99_us;
+	double ops, ratio, rmin, rmax, share_min, share_max, p99_us, worst_us;
 };
 static struct cn_cell cn_cells[CN_NWORK][CN_NCS][CN_MAX_TPTS][CN_MAX_IMPLS];
 static int cn_tpts[CN_MAX_TPTS], cn_ntpts;
+static bool cn_tty; /* progress rewritten in place on a terminal */
 
 static bool cn_in_list(const char *list, const char *name)
 {
@@ -343,7 +362,7 @@ static const char *cn_fmt_us(char *buf, size_t len, double us)
 static void cn_header(int w)
 {
 	printf("\n== contention %s: %s\n", cn_wname[w], cn_wwhat[w]);
-	printf("%-6s %4s %*s", "cs", "thr", 11, "glibc ops/s");
+	printf("%-6s %4s %*s", "cs", "thr", 16, "glibc ops/s");
 	for (int i = 1; i < CN_NIMPLS; i++)
 		printf(" %*s", CN_COLW, cn_impls[i].label);
 	printf("\n");
@@ -354,7 +373,7 @@ static void cn_footer(int w)
 	printf("   ratio = ops/s / glibc's in the same round: median [min..max] over the rounds; "
 	       "higher is better\n"
 	       "   second line, every implementation: least-served thread's share / mean "
-	       "(1.00 = equal) and p99 wait to acquire\n");
+	       "(1.00 = equal), p99 wait to acquire: all samples / the worst thread's\n");
 	for (int i = 0; i < CN_NIMPLS; i++) {
 		if (!strcmp(cn_impls[i].name, "ck") && (cn_impls[i].workloads & (1u << w)))
 			printf("   * ck: ck_spinlock (fas) / ck_rwlock: SPIN, never sleep "
@@ -388,10 +407,14 @@ static int cn_point_run(int w, int cs, int ti, int rounds, double dur_s, FILE *c
 	struct cn_point pt = {w, cs, threads, (uint64_t)(dur_s * 0.2 * 1e9)};
 
 	/* Warm-up: one short run of each, figures discarded. */
+	if (!cn_tty)
+		fprintf(stderr, "ursa-bench: [contention] %s %s threads=%d\n", cn_wname[w],
+			cn_csname[cs], threads);
 	for (int k = 0; k < n; k++) {
 		struct cn_result r;
-		fprintf(stderr, "\r\033[K[contention] %s %s threads=%d %s warm-up", cn_wname[w],
-			cn_csname[cs], threads, cn_impls[idx[k]].name);
+		if (cn_tty)
+			fprintf(stderr, "\r\033[K[contention] %s %s threads=%d %s warm-up",
+				cn_wname[w], cn_csname[cs], threads, cn_impls[idx[k]].name);
 		if (cn_impls[idx[k]].measure(&pt, &r))
 			return -1;
 	}
@@ -399,14 +422,17 @@ static int cn_point_run(int w, int cs, int ti, int rounds, double dur_s, FILE *c
 	for (int r = 0; r < rounds; r++) {
 		for (int k = 0; k < n; k++) {
 			int j = r % 2 ? n - 1 - k : k;
-			fprintf(stderr, "\r\033[K[contention] %s %s threads=%d %s round %d/%d",
-				cn_wname[w], cn_csname[cs], threads, cn_impls[idx[j]].name, r + 1,
-				rounds);
+			if (cn_tty)
+				fprintf(stderr,
+					"\r\033[K[contention] %s %s threads=%d %s round %d/%d",
+					cn_wname[w], cn_csname[cs], threads, cn_impls[idx[j]].name,
+					r + 1, rounds);
 			if (cn_impls[idx[j]].measure(&pt, &res[r][idx[j]]))
 				return -1;
 		}
 	}
-	fprintf(stderr, "\r\033[K");
+	if (cn_tty)
+		fprintf(stderr, "\r\033[K");
 
 	double v[CN_MAX_ROUNDS];
 	for (int k = 0; k < n; k++) {
@@ -434,6 +460,9 @@ static int cn_point_run(int w, int cs, int ti, int rounds, double dur_s, FILE *c
 		for (int r = 0; r < rounds; r++)
 			v[r] = res[r][i].p99_us;
 		c->p99_us = bench_median(v, rounds);
+		for (int r = 0; r < rounds; r++)
+			v[r] = res[r][i].worst_us;
+		c->worst_us = bench_median(v, rounds);
 
 		const char *nm = cn_impls[i].name;
 		cn_csv(csv, nm, threads, w, cs, "ops", c->ops, "ops/s");
@@ -445,14 +474,15 @@ static int cn_point_run(int w, int cs, int ti, int rounds, double dur_s, FILE *c
 		cn_csv(csv, nm, threads, w, cs, "share-min", c->share_min, "x");
 		cn_csv(csv, nm, threads, w, cs, "share-max", c->share_max, "x");
 		cn_csv(csv, nm, threads, w, cs, "p99-wait", c->p99_us, "us");
+		cn_csv(csv, nm, threads, w, cs, "p99-wait-worst", c->worst_us, "us");
 	}
 	if (csv)
 		fflush(csv);
 
 	/* Two table lines: throughput, then fairness. */
-	char b1[32], b2[32], cell[64];
+	char b1[32], b2[32], b3[32], cell[64];
 	const struct cn_cell *row = cn_cells[w][cs][ti];
-	printf("%-6s %4d %*s", cn_csname[cs], threads, 11, cn_fmt_ops(b1, sizeof(b1), row[0].ops));
+	printf("%-6s %4d %*s", cn_csname[cs], threads, 16, cn_fmt_ops(b1, sizeof(b1), row[0].ops));
 	for (int i = 1; i < CN_NIMPLS; i++) {
 		if (!row[i].have)
 			snprintf(cell, sizeof(cell), "n/a");
@@ -466,9 +496,10 @@ static int cn_point_run(int w, int cs, int ti, int rounds, double dur_s, FILE *c
 		if (!row[i].have)
 			snprintf(cell, sizeof(cell), "-");
 		else
-			snprintf(cell, sizeof(cell), "%.2f %s", row[i].share_min,
-				 cn_fmt_us(b2, sizeof(b2), row[i].p99_us));
-		printf(" %*s", i == 0 ? 11 : CN_COLW, cell);
+			snprintf(cell, sizeof(cell), "%.2f %s/%s", row[i].share_min,
+				 cn_fmt_us(b2, sizeof(b2), row[i].p99_us),
+				 cn_fmt_us(b3, sizeof(b3), row[i].worst_us));
+		printf(" %*s", i == 0 ? 16 : CN_COLW, cell);
 	}
 	printf("\n");
 	fflush(stdout);
@@ -587,6 +618,7 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	for (int t = 1; t < top && cn_ntpts < CN_MAX_TPTS - 1; t *= 2)
 		cn_tpts[cn_ntpts++] = t;
 	cn_tpts[cn_ntpts++] = top;
+	cn_tty = isatty(STDERR_FILENO);
 	cn_calibrate_ts();
 #if URSA_BENCH_HAVE_ABSL
 	ursa_bench_absl_setup();
