@@ -85,6 +85,32 @@ static inline void ursa_k_sqe_finish(struct io_uring_sqe *sqe, uint64_t user_dat
 		sqe->flags |= IOSQE_IO_LINK;
 }
 
+/* n SQEs from r (n <= 2), all or none: false when the SQ ring has less
+ * room. Every SQE lib/ queues comes through here. */
+static inline bool ursa_k_get_sqes(struct io_uring *r, struct io_uring_sqe **sqe, unsigned n)
+{
+	if (io_uring_sq_space_left(r) < n)
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		if (!(sqe[i] = io_uring_get_sqe(r)))
+			return false; /* cannot happen after the space check */
+	}
+	return true;
+}
+
+/* Make SQ room: submit what is queued (one kernel entry). An SQPOLL ring's
+ * thread consumes the SQEs after we return: wait for it to make room (it
+ * cannot be refused the way io_uring_enter is). Returns >= 0, or -errno
+ * when the kernel refuses submissions (-EBUSY with a full CQ ring,
+ * -EBADFD for a disabled ring, -EAGAIN). */
+static inline int ursa_k_make_room(struct io_uring *r)
+{
+	int rc = io_uring_submit(r);
+	if (rc >= 0 && (r->flags & IORING_SETUP_SQPOLL) && io_uring_sq_space_left(r) == 0)
+		rc = io_uring_sqring_wait(r);
+	return rc;
+}
+
 /* Free SQ entries on r. */
 static inline unsigned ursa_k_sq_space(struct io_uring *r)
 {

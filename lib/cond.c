@@ -63,9 +63,6 @@
 #define C_SHARED 0x80000000u
 #define C_COUNT	 0x7fffffffu
 
-/* Mutex word (include/ursa/mutex.h): bits 0-1 are its state, 0 = free. */
-#define C_MUTEX_STATE 0x3u
-
 _Static_assert(sizeof(ursa_cond_t) == 8, "ursa_cond_t must be 8 bytes");
 _Static_assert(_Alignof(ursa_cond_t) == 4, "ursa_cond_t must be 4-byte aligned");
 
@@ -128,18 +125,20 @@ static void cond_deregister(ursa_cond_t *c, struct ursa_waiter *w)
 	}
 }
 
-int ursa__cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
+/* Register w and snapshot the sequence, holding m: validates (m locked,
+ * c and m of one privacy: else -EPERM / -EINVAL). The caller then unlocks m
+ * and runs the steps; after DONE or abandon it re-locks m. */
+static int cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
 {
 	uint32_t cw = ld_relaxed(&c->__waiters);
-	uint32_t mw = ld_relaxed(&m->__word);
 	/* The contract wants c and m of one privacy: a private one of the
 	 * pair, placed in shared memory, would lose wakeups across processes
 	 * (private and shared futex keys never match). Refuse the mix. */
-	if (!(cw & C_SHARED) != !(mw & URSA__MUTEX_SHARED))
+	if (!(cw & C_SHARED) != !ursa__mutex_is_shared(m))
 		return -EINVAL;
 	/* We cannot tell who holds m (no owner is recorded), only that
 	 * someone does. */
-	if ((mw & C_MUTEX_STATE) == 0)
+	if (!ursa__mutex_is_locked(m))
 		return -EPERM;
 	__atomic_fetch_add(&c->__waiters, 1, __ATOMIC_SEQ_CST);
 	w->aux = __atomic_load_n(&c->__seq, __ATOMIC_SEQ_CST);
@@ -147,8 +146,9 @@ int ursa__cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
 	return 0;
 }
 
-int ursa__cond_step(ursa_cond_t *c, struct ursa_waiter *w, struct ursa_wait *out)
+static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	ursa_cond_t *c = obj;
 	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux || !w->registered) {
 		cond_deregister(c, w);
 		return URSA_STEP_DONE;
@@ -160,8 +160,9 @@ int ursa__cond_step(ursa_cond_t *c, struct ursa_waiter *w, struct ursa_wait *out
 	return URSA_STEP_WAIT;
 }
 
-int ursa__cond_abandon(ursa_cond_t *c, struct ursa_waiter *w)
+static int cond_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_cond_t *c = obj;
 	if (!w->registered)
 		return 0;
 	/* A signal came since begin: this waiter may be the one its wake
@@ -173,32 +174,31 @@ int ursa__cond_abandon(ursa_cond_t *c, struct ursa_waiter *w)
 	return signalled ? 1 : 0;
 }
 
-static int cond_step(void *c, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__cond_step(c, w, out);
-}
-
-static int cond_abandon(void *c, struct ursa_waiter *w)
-{
-	return ursa__cond_abandon(c, w);
-}
+/* The condvar's step table (lib/step.h): a composite — its wait, then its
+ * mutex, which a ring op re-takes whatever the wait's result. */
+const struct ursa_step_ops ursa__cond_ops = {
+	.name = "cond",
+	.step = cond_step,
+	.abandon = cond_abandon,
+	.then = &ursa__mutex_ops,
+};
 
 /* ---- blocking API --------------------------------------------------- */
 
 static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
 	struct ursa_waiter w = {0};
-	int r = ursa__cond_begin(c, m, &w);
+	int r = cond_begin(c, m, &w);
 	if (r)
 		return r;
 	r = ursa__mutex_unlock_fast(m);
 	if (r) {
 		/* Someone else unlocked m between our check and now (a caller
 		 * bug): like begin's -EPERM, nothing waited and m is not held. */
-		ursa__cond_abandon(c, &w);
+		cond_abandon(c, &w);
 		return r;
 	}
-	r = ursa__block(c, cond_step, cond_abandon, &w, clk, abs);
+	r = ursa__block(c, &ursa__cond_ops, &w, clk, abs);
 	/* Every return after the wait holds m again, timeouts included. A
 	 * lock of a valid mutex cannot fail. No spinning: the signaller
 	 * usually still holds m, often on the CPU we were woken onto. */
@@ -221,4 +221,29 @@ int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const st
 	if (r)
 		return r;
 	return cond_wait(c, m, clk, abs);
+}
+
+int ursa_cond_wait_async(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m, struct ursa_op *op)
+{
+	struct ursa_waiter *w;
+	if (!c || !m)
+		return -EINVAL;
+	int rc = ursa__op_prepare(r, op, &ursa__cond_ops, c, m, 0, &w);
+	if (rc)
+		return rc;
+	/* A private wait needs the process's private futex hash before it
+	 * is armed (kernel/futex.c): make sure of it while m is still held,
+	 * so a failure changes nothing. */
+	if (!c_shared(c) && (rc = ursa_k_private_ring_wait_prepare()))
+		return rc;
+	rc = cond_begin(c, m, w);
+	if (rc)
+		return rc; /* m still held, nothing registered */
+	rc = ursa__mutex_unlock_fast(m);
+	if (rc) {
+		/* m was not held after all (a caller bug): nothing waits. */
+		cond_abandon(c, w);
+		return rc;
+	}
+	return ursa__op_launch(r, op);
 }

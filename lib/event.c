@@ -71,7 +71,6 @@
  *   COUNT has 29 bits; every waiter is a thread or an in-flight operation.
  */
 #include "lib/internal.h"
-#include "lib/wait_any_internal.h"
 
 #define E_SHARED 0x80000000u
 #define E_AUTO 0x40000000u
@@ -159,8 +158,9 @@ int ursa_event_destroy(ursa_event_t *e)
 	return ursa_k_futex_wake(&e->__word, INT_MAX, e_shared(v)) > 0 ? -EBUSY : 0;
 }
 
-int ursa__event_take(ursa_event_t *e, struct ursa_waiter *w)
+static int event_take(void *obj, struct ursa_waiter *w)
 {
+	ursa_event_t *e = obj;
 	uint32_t v = ld_acquire(&e->__word);
 	if (!(v & E_AUTO)) {
 		if ((v & E_SET) || (w->registered && (v & E_GEN_MASK) != w->aux)) {
@@ -227,15 +227,17 @@ static int auto_step(ursa_event_t *e, struct ursa_waiter *w, struct ursa_wait *o
 	}
 }
 
-int ursa__event_step(ursa_event_t *e, struct ursa_waiter *w, struct ursa_wait *out)
+static int event_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	ursa_event_t *e = obj;
 	if (ld_relaxed(&e->__word) & E_AUTO)
 		return auto_step(e, w, out);
 	return manual_step(e, w, out);
 }
 
-int ursa__event_abandon(ursa_event_t *e, struct ursa_waiter *w)
+static int event_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_event_t *e = obj;
 	if (!w->registered)
 		return 0;
 	w->registered = 0;
@@ -249,22 +251,12 @@ int ursa__event_abandon(ursa_event_t *e, struct ursa_waiter *w)
 	return 0;
 }
 
-static int event_step(void *e, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__event_step(e, w, out);
-}
-
-static int event_abandon(void *e, struct ursa_waiter *w)
-{
-	return ursa__event_abandon(e, w);
-}
-
 int ursa_event_trywait(ursa_event_t *e)
 {
 	if (!e)
 		return -EINVAL;
 	struct ursa_waiter none = {0};
-	return ursa__event_take(e, &none);
+	return event_take(e, &none);
 }
 
 static int event_wait(ursa_event_t *e, clockid_t clk, const struct timespec *abs)
@@ -278,14 +270,14 @@ static int event_wait(ursa_event_t *e, clockid_t clk, const struct timespec *abs
 		 * even if a reset follows before the first step. */
 		w.registered = 1;
 		w.aux = v & E_GEN_MASK;
-	} else if (ursa__event_take(e, &w) == 0) {
+	} else if (event_take(e, &w) == 0) {
 		return 0;
 	}
 	/* A deadline already past: that was the one try; no sleep, and no
 	 * WAITERS mark or registration left behind. */
 	if (abs && ursa__deadline_passed(clk, abs))
 		return -ETIMEDOUT;
-	return ursa__block(e, event_step, event_abandon, &w, clk, abs);
+	return ursa__block(e, &ursa__event_ops, &w, clk, abs);
 }
 
 int ursa_event_wait(ursa_event_t *e)
@@ -303,4 +295,17 @@ int ursa_event_timedwait(ursa_event_t *e, clockid_t clk, const struct timespec *
 	if (r)
 		return r;
 	return event_wait(e, clk, abs);
+}
+
+/* The event's step table (lib/step.h); its abandon passes sets on. */
+const struct ursa_step_ops ursa__event_ops = {
+	.name = "event",
+	.step = event_step,
+	.abandon = event_abandon,
+	.take = event_take,
+};
+
+int ursa_event_wait_async(struct io_uring *r, ursa_event_t *e, struct ursa_op *op)
+{
+	return ursa__op_start(r, op, &ursa__event_ops, e, NULL, 0);
 }

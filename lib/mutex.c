@@ -145,8 +145,9 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 	return (ld_acquire(&m->__word) & (M_STATE | M_CNT)) == 0 ? 0 : -EBUSY;
 }
 
-int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
+static int mutex_take(void *obj, struct ursa_waiter *w)
 {
+	ursa_mutex_t *m = obj;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		uint32_t s = v & M_STATE, dereg = w->registered ? M_CNT_ONE : 0;
@@ -165,15 +166,16 @@ int ursa__mutex_take(ursa_mutex_t *m, struct ursa_waiter *w)
 	return 0;
 }
 
-int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *out)
+static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
-	if (ursa__mutex_take(m, w) == 0)
+	ursa_mutex_t *m = obj;
+	if (mutex_take(m, w) == 0)
 		return URSA_STEP_DONE;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		uint32_t s = v & M_STATE, want;
 		if (s == M_FREE || (s == M_HANDED && (w->registered || w->slept))) {
-			if (ursa__mutex_take(m, w) == 0)
+			if (mutex_take(m, w) == 0)
 				return URSA_STEP_DONE;
 			v = ld_relaxed(&m->__word);
 			continue;
@@ -208,8 +210,9 @@ int ursa__mutex_step(ursa_mutex_t *m, struct ursa_waiter *w, struct ursa_wait *o
 	}
 }
 
-int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
+static int mutex_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_mutex_t *m = obj;
 	if (!w->registered)
 		return 0;
 	bool requester = w->aux & URSA_W_REQ;
@@ -227,7 +230,7 @@ int ursa__mutex_abandon(ursa_mutex_t *m, struct ursa_waiter *w)
 	return 0;
 }
 
-void ursa__mutex_pass_on(ursa_mutex_t *m)
+static void mutex_pass_on(ursa_mutex_t *m)
 {
 	/* A wake on this word may have been consumed by a waiter that took
 	 * something else (wait-any): make sure the next sleeper hears of it. */
@@ -243,14 +246,13 @@ void ursa__mutex_pass_on(ursa_mutex_t *m)
 	}
 }
 
-static int mutex_step(void *m, struct ursa_waiter *w, struct ursa_wait *out)
+/* Wait-any leaves without this mutex: deregister, and once it has slept
+ * (before that it consumed nothing), pass on a wake it may have taken. */
+static void mutex_release(void *obj, struct ursa_waiter *w)
 {
-	return ursa__mutex_step(m, w, out);
-}
-
-static int mutex_abandon(void *m, struct ursa_waiter *w)
-{
-	return ursa__mutex_abandon(m, w);
+	mutex_abandon(obj, w);
+	if (w->slept)
+		mutex_pass_on(obj);
 }
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
@@ -267,7 +269,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(m, mutex_step, mutex_abandon, &w, clk, abs);
+	return ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
 }
 
 int ursa__mutex_lock_nospin(ursa_mutex_t *m)
@@ -275,7 +277,7 @@ int ursa__mutex_lock_nospin(ursa_mutex_t *m)
 	if (ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE))
 		return 0;
 	struct ursa_waiter w = {0};
-	return ursa__block(m, mutex_step, mutex_abandon, &w, CLOCK_MONOTONIC, NULL);
+	return ursa__block(m, &ursa__mutex_ops, &w, CLOCK_MONOTONIC, NULL);
 }
 
 int ursa__mutex_lock_slow(ursa_mutex_t *m)
@@ -356,4 +358,31 @@ int ursa_mutex_trylock(ursa_mutex_t *m)
 int ursa_mutex_unlock(ursa_mutex_t *m)
 {
 	return ursa__mutex_unlock_fast(m);
+}
+
+bool ursa__mutex_is_shared(const ursa_mutex_t *m)
+{
+	return m_shared(ld_relaxed(&m->__word));
+}
+
+bool ursa__mutex_is_locked(const ursa_mutex_t *m)
+{
+	return (ld_relaxed(&m->__word) & M_STATE) != M_FREE;
+}
+
+/* The mutex's step table (lib/step.h). A ring locker's wake reaches it
+ * late: it may claim a hand-off from its first step, and never sleeps on
+ * a HANDED mutex (top of the file). */
+const struct ursa_step_ops ursa__mutex_ops = {
+	.name = "mutex",
+	.step = mutex_step,
+	.abandon = mutex_abandon,
+	.take = mutex_take,
+	.release = mutex_release,
+	.ring = {.slept = 1, .aux = URSA_W_RING},
+};
+
+int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)
+{
+	return ursa__op_start(r, op, &ursa__mutex_ops, m, NULL, 0);
 }

@@ -210,8 +210,9 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
 
 /* ---- steps (shared with lib/async.c) -------------------------------- */
 
-int ursa__rwlock_rd_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wait *out)
+static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	ursa_rwlock_t *l = obj;
 	(void)w;
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
@@ -245,8 +246,9 @@ int ursa__rwlock_rd_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wa
 	}
 }
 
-int ursa__rwlock_rd_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
+static int rd_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_rwlock_t *l = obj;
 	/* Readers are woken all together, never singled out: a reader that
 	 * gives up took no wake from anyone else. Its READERS_WAITING bit, if
 	 * still set, is cleared by the next unlock (one spare wake). */
@@ -260,8 +262,9 @@ int ursa__rwlock_rd_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
  * when it last looked); it then keeps the bit when it takes the lock (Rust's
  * other_writers_waiting). w->aux: the __notify snapshot it sleeps on.
  */
-int ursa__rwlock_wr_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wait *out)
+static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	ursa_rwlock_t *l = obj;
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
 		if (rw_unlocked(s)) {
@@ -319,8 +322,9 @@ int ursa__rwlock_wr_step(ursa_rwlock_t *l, struct ursa_waiter *w, struct ursa_wa
  *     bit anew); blocked readers join the current ones. A thundering herd,
  *     but only when a writer gives up while readers hold the lock.
  */
-int ursa__rwlock_wr_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
+static int wr_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_rwlock_t *l = obj;
 	if (!w->registered)
 		return 0;
 	w->registered = 0;
@@ -345,26 +349,6 @@ int ursa__rwlock_wr_abandon(ursa_rwlock_t *l, struct ursa_waiter *w)
 	}
 }
 
-static int rd_step(void *l, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__rwlock_rd_step(l, w, out);
-}
-
-static int rd_abandon(void *l, struct ursa_waiter *w)
-{
-	return ursa__rwlock_rd_abandon(l, w);
-}
-
-static int wr_step(void *l, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__rwlock_wr_step(l, w, out);
-}
-
-static int wr_abandon(void *l, struct ursa_waiter *w)
-{
-	return ursa__rwlock_wr_abandon(l, w);
-}
-
 /* ---- read side ------------------------------------------------------ */
 
 static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
@@ -384,7 +368,7 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(l, rd_step, rd_abandon, &w, clk, abs);
+	return ursa__block(l, &ursa__rwlock_rd_ops, &w, clk, abs);
 }
 
 int ursa_rwlock_rdlock(ursa_rwlock_t *l)
@@ -474,7 +458,7 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(l, wr_step, wr_abandon, &w, clk, abs);
+	return ursa__block(l, &ursa__rwlock_wr_ops, &w, clk, abs);
 }
 
 int ursa_rwlock_wrlock(ursa_rwlock_t *l)
@@ -539,4 +523,27 @@ int ursa_rwlock_wrunlock(ursa_rwlock_t *l)
 	if (likely(cas_rel(&l->__state, &e, 0)))
 		return 0;
 	return wrunlock_slow(l);
+}
+
+/* The step tables (lib/step.h): readers and writers of one lock. */
+const struct ursa_step_ops ursa__rwlock_rd_ops = {
+	.name = "rwlock-read",
+	.step = rd_step,
+	.abandon = rd_abandon,
+};
+
+const struct ursa_step_ops ursa__rwlock_wr_ops = {
+	.name = "rwlock-write",
+	.step = wr_step,
+	.abandon = wr_abandon,
+};
+
+int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op)
+{
+	return ursa__op_start(r, op, &ursa__rwlock_rd_ops, l, NULL, 0);
+}
+
+int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op)
+{
+	return ursa__op_start(r, op, &ursa__rwlock_wr_ops, l, NULL, 0);
 }

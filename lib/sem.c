@@ -52,7 +52,6 @@
  * in-flight operation, far fewer.
  */
 #include "lib/internal.h"
-#include "lib/wait_any_internal.h"
 
 #define S_SHARED 0x80000000u
 #define S_COUNT 0x7fffffffu
@@ -113,8 +112,9 @@ static void sem_deregister(ursa_sem_t *s, struct ursa_waiter *w)
 	}
 }
 
-int ursa__sem_take(ursa_sem_t *s, struct ursa_waiter *w)
+static int sem_take(void *obj, struct ursa_waiter *w)
 {
+	ursa_sem_t *s = obj;
 	uint32_t v = ld_relaxed(&s->__value);
 	while (v > 0) {
 		if (cas_acq(&s->__value, &v, v - 1)) {
@@ -125,10 +125,11 @@ int ursa__sem_take(ursa_sem_t *s, struct ursa_waiter *w)
 	return -EBUSY;
 }
 
-int ursa__sem_step(ursa_sem_t *s, struct ursa_waiter *w, struct ursa_wait *out)
+static int sem_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
+	ursa_sem_t *s = obj;
 	for (;;) {
-		if (ursa__sem_take(s, w) == 0)
+		if (sem_take(s, w) == 0)
 			return URSA_STEP_DONE;
 		if (w->registered)
 			break;
@@ -145,8 +146,9 @@ int ursa__sem_step(ursa_sem_t *s, struct ursa_waiter *w, struct ursa_wait *out)
 	return URSA_STEP_WAIT;
 }
 
-int ursa__sem_abandon(ursa_sem_t *s, struct ursa_waiter *w)
+static int sem_abandon(void *obj, struct ursa_waiter *w)
 {
+	ursa_sem_t *s = obj;
 	if (!w->registered)
 		return 0;
 	/* seq_cst: ordered before the loads below, so that a post we do not
@@ -159,16 +161,6 @@ int ursa__sem_abandon(ursa_sem_t *s, struct ursa_waiter *w)
 	return 0;
 }
 
-static int sem_step(void *s, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__sem_step(s, w, out);
-}
-
-static int sem_abandon(void *s, struct ursa_waiter *w)
-{
-	return ursa__sem_abandon(s, w);
-}
-
 static int sem_wait_slow(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
 {
 	/* A post often follows shortly (a producer just behind): spin a
@@ -176,13 +168,13 @@ static int sem_wait_slow(ursa_sem_t *s, clockid_t clk, const struct timespec *ab
 	for (int i = 0; i < URSA_SPIN; i++) {
 		if (ld_relaxed(&s->__value) > 0) {
 			struct ursa_waiter none = {0};
-			if (ursa__sem_take(s, &none) == 0)
+			if (sem_take(s, &none) == 0)
 				return 0;
 		}
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(s, sem_step, sem_abandon, &w, clk, abs);
+	return ursa__block(s, &ursa__sem_ops, &w, clk, abs);
 }
 
 int ursa_sem_trywait(ursa_sem_t *s)
@@ -190,7 +182,7 @@ int ursa_sem_trywait(ursa_sem_t *s)
 	if (!s)
 		return -EINVAL;
 	struct ursa_waiter none = {0};
-	return ursa__sem_take(s, &none);
+	return sem_take(s, &none);
 }
 
 int ursa_sem_wait(ursa_sem_t *s)
@@ -214,4 +206,18 @@ int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
 	if (abs && ursa__deadline_passed(clk, abs))
 		return -ETIMEDOUT;
 	return sem_wait_slow(s, clk, abs);
+}
+
+/* The semaphore's step table (lib/step.h); its abandon passes wakes on, so
+ * wait-any needs no release of its own. */
+const struct ursa_step_ops ursa__sem_ops = {
+	.name = "sem",
+	.step = sem_step,
+	.abandon = sem_abandon,
+	.take = sem_take,
+};
+
+int ursa_sem_wait_async(struct io_uring *r, ursa_sem_t *s, struct ursa_op *op)
+{
+	return ursa__op_start(r, op, &ursa__sem_ops, s, NULL, 0);
 }

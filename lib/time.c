@@ -25,28 +25,28 @@ static int64_t ts_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
-int ursa__block(void *obj, ursa_step_fn step, ursa_abandon_fn abandon, struct ursa_waiter *w,
-		clockid_t clk, const struct timespec *abs)
+/* Sleep as the step asked: one futex word, or every word of a wait-any. */
+static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct timespec *dl)
 {
-	return ursa__block_flags(obj, step, abandon, w, clk, abs, 0);
+	if (wt->kind == URSA_ARM_WAITV)
+		return ursa_k_futex_waitv(wt->addr, wt->val, clk, dl);
+	return ursa_k_futex_wait(wt->addr, wt->val, wt->shared, clk, dl);
 }
 
-int ursa__block_flags(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
-		      struct ursa_waiter *w, clockid_t clk, const struct timespec *abs,
-		      unsigned flags)
+int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_waiter *w,
+		      clockid_t clk, const struct timespec *abs, unsigned flags)
 {
 	struct ursa_wait wt = {0};
 	for (;;) {
-		int r = step(obj, w, &wt);
+		int r = ops->step(obj, w, &wt);
 		if (r != URSA_STEP_WAIT)
-			return r;
+			return r == URSA_STEP_DONE ? wt.res : r;
 		/* A deadline already past: one try, no sleep. */
 		if (abs && ursa__deadline_passed(clk, abs))
-			return abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
+			return ops->abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
 		/* A bounded wait sleeps at most URSA_HANDED_SLEEP_MS (or until
 		 * the caller's deadline, if that comes first). */
 		const struct timespec *dl = abs;
-		clockid_t dclk = clk;
 		struct timespec bound;
 		if (wt.bounded) {
 			struct timespec now;
@@ -59,7 +59,7 @@ int ursa__block_flags(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
 				dl = &bound;
 			}
 		}
-		r = ursa_k_futex_wait(wt.addr, wt.val, wt.shared, dclk, dl);
+		r = sleep_on(&wt, clk, dl);
 		w->slept = 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */
@@ -68,12 +68,12 @@ int ursa__block_flags(void *obj, ursa_step_fn step, ursa_abandon_fn abandon,
 			 * interrupted: one last step, so a hand-off or a post is
 			 * not stranded. */
 			int why = r;
-			r = step(obj, w, &wt);
+			r = ops->step(obj, w, &wt);
 			if (r != URSA_STEP_WAIT)
-				return r;
-			return abandon(obj, w) == 1 ? 0 : why;
+				return r == URSA_STEP_DONE ? wt.res : r;
+			return ops->abandon(obj, w) == 1 ? 0 : why;
 		}
 		if (r < 0 && r != -EAGAIN && r != -EINTR)
-			return abandon(obj, w) == 1 ? 0 : r; /* -EFAULT: a caller bug */
+			return ops->abandon(obj, w) == 1 ? 0 : r; /* -EFAULT: a caller bug */
 	}
 }

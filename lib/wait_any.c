@@ -65,19 +65,41 @@
  * release every other object without taking it (a HANDED mutex claimed in
  * pass-on is unlocked again before we return).
  */
-#include "lib/wait_any_internal.h"
+#include "lib/internal.h"
 
+#include <linux/futex.h>
+#include <stdlib.h>
 #include <string.h>
 
-int ursa__wait_any_check(const ursa_waitable_t *v, unsigned n)
+/* The kinds a wait-any takes, one line each: the object's step table. */
+static const struct ursa_step_ops *const kinds[] = {
+	[URSA_WAIT_MUTEX] = &ursa__mutex_ops,
+	[URSA_WAIT_SEM] = &ursa__sem_ops,
+	[URSA_WAIT_EVENT] = &ursa__event_ops,
+};
+
+/* One wait-any: the objects, a waiter state per object (ws[i] is object
+ * i's waiter exactly as its own step uses it), and the futex_waitv vector
+ * the kernel reads while a wait is in flight. On the stack for the
+ * blocking call; allocated (n * 40 bytes) for a ring op that must wait. */
+struct any_state {
+	const ursa_waitable_t *v;
+	unsigned n;
+	struct futex_waitv *fv;
+	struct ursa_waiter *ws;
+};
+
+static inline const struct ursa_step_ops *kind_ops(const ursa_waitable_t *it)
+{
+	return kinds[it->kind];
+}
+
+static int any_check(const ursa_waitable_t *v, unsigned n)
 {
 	if (!v || n == 0 || n > URSA_WAIT_ANY_MAX)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
-		if (!v[i].obj)
-			return -EINVAL;
-		if (v[i].kind != URSA_WAIT_MUTEX && v[i].kind != URSA_WAIT_SEM &&
-		    v[i].kind != URSA_WAIT_EVENT)
+		if (!v[i].obj || v[i].kind >= sizeof(kinds) / sizeof(kinds[0]) || !kinds[v[i].kind])
 			return -EINVAL;
 	}
 	return 0;
@@ -85,117 +107,97 @@ int ursa__wait_any_check(const ursa_waitable_t *v, unsigned n)
 
 static void release(const ursa_waitable_t *it, struct ursa_waiter *w)
 {
-	switch (it->kind) {
-	case URSA_WAIT_MUTEX:
-		ursa__mutex_abandon(it->obj, w);
-		if (w->slept)
-			ursa__mutex_pass_on(it->obj);
-		break;
-	case URSA_WAIT_SEM:
-		ursa__sem_abandon(it->obj, w);
-		break;
-	default:
-		ursa__event_abandon(it->obj, w);
-		break;
-	}
+	const struct ursa_step_ops *ops = kind_ops(it);
+	if (ops->release)
+		ops->release(it->obj, w);
+	else
+		ops->abandon(it->obj, w);
 }
 
 /* v[taken] is ours: release all the others. */
-static int finish(const ursa_waitable_t *v, unsigned n, struct ursa_waiter *ws, unsigned taken)
+static int finish(struct any_state *a, unsigned taken)
 {
-	for (unsigned j = 0; j < n; j++) {
+	for (unsigned j = 0; j < a->n; j++) {
 		if (j != taken)
-			release(&v[j], &ws[j]);
+			release(&a->v[j], &a->ws[j]);
 	}
 	return (int)taken;
 }
 
-int ursa__wait_any_try(const ursa_waitable_t *v, unsigned n, struct ursa_waiter *ws)
+/* Take the first object, in index order, that can be taken now. Touches no
+ * object it does not take (so a first try needs no announcement). */
+static int any_try(struct any_state *a)
 {
-	for (unsigned i = 0; i < n; i++) {
-		bool took;
-		switch (v[i].kind) {
-		case URSA_WAIT_MUTEX:
-			took = ursa__mutex_take(v[i].obj, &ws[i]) == 0;
-			break;
-		case URSA_WAIT_SEM:
-			took = ursa__sem_take(v[i].obj, &ws[i]) == 0;
-			break;
-		default:
-			took = ursa__event_take(v[i].obj, &ws[i]) == 0;
-			break;
-		}
-		if (took)
-			return finish(v, n, ws, i);
+	for (unsigned i = 0; i < a->n; i++) {
+		if (kind_ops(&a->v[i])->take(a->v[i].obj, &a->ws[i]) == 0)
+			return finish(a, i);
 	}
 	return -EAGAIN;
 }
 
-static int prepare(const ursa_waitable_t *v, unsigned n, struct ursa_waiter *ws,
-		   struct futex_waitv *out, bool *bounded)
+/* The step: try; else run every object's step, which announces us and
+ * says which word and value to sleep on (a step may take its object after
+ * all); then sleep on all n. After any return of that sleep every object
+ * counts as slept-on: we may have consumed a wake meant for any of them. */
+static int any_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
-	*bounded = false;
-	for (unsigned i = 0; i < n; i++) {
+	struct any_state *a = obj;
+	if (w->slept) {
+		for (unsigned i = 0; i < a->n; i++)
+			a->ws[i].slept = 1;
+	}
+	int r = any_try(a);
+	bool bounded = false;
+	for (unsigned i = 0; r < 0 && i < a->n; i++) {
 		struct ursa_wait wt = {0};
-		int r;
-		switch (v[i].kind) {
-		case URSA_WAIT_MUTEX:
-			r = ursa__mutex_step(v[i].obj, &ws[i], &wt);
-			break;
-		case URSA_WAIT_SEM:
-			r = ursa__sem_step(v[i].obj, &ws[i], &wt);
-			break;
-		default:
-			r = ursa__event_step(v[i].obj, &ws[i], &wt);
+		if (kind_ops(&a->v[i])->step(a->v[i].obj, &a->ws[i], &wt) == URSA_STEP_DONE) {
+			r = finish(a, i);
 			break;
 		}
-		if (r == URSA_STEP_DONE)
-			return finish(v, n, ws, i);
-		out[i].val = wt.val;
-		out[i].uaddr = (uint64_t)(uintptr_t)wt.addr;
-		out[i].flags = ursa_k_futex2_flags(wt.shared);
-		out[i].__reserved = 0;
-		*bounded |= wt.bounded;
+		a->fv[i].val = wt.val;
+		a->fv[i].uaddr = (uint64_t)(uintptr_t)wt.addr;
+		a->fv[i].flags = ursa_k_futex2_flags(wt.shared);
+		a->fv[i].__reserved = 0;
+		bounded |= wt.bounded;
 	}
-	return -EAGAIN;
-}
-
-int ursa__wait_any_prepare(const ursa_waitable_t *v, unsigned n, struct ursa_waiter *ws,
-			   struct futex_waitv *out)
-{
-	bool bounded;
-	return prepare(v, n, ws, out, &bounded);
-}
-
-void ursa__wait_any_woke(struct ursa_waiter *ws, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		ws[i].slept = 1;
-}
-
-void ursa__wait_any_abandon(const ursa_waitable_t *v, unsigned n, struct ursa_waiter *ws)
-{
-	for (unsigned j = 0; j < n; j++)
-		release(&v[j], &ws[j]);
-}
-
-/* *cap = now + URSA_HANDED_SLEEP_MS on clk; true if that comes before abs
- * (or abs is NULL). */
-static bool cap_sleep(clockid_t clk, const struct timespec *abs, struct timespec *cap)
-{
-	clock_gettime(clk, cap);
-	cap->tv_nsec += (long)URSA_HANDED_SLEEP_MS * 1000000L;
-	while (cap->tv_nsec >= 1000000000L) {
-		cap->tv_nsec -= 1000000000L;
-		cap->tv_sec++;
+	if (r >= 0) {
+		out->res = r;
+		return URSA_STEP_DONE;
 	}
-	return !abs || cap->tv_sec < abs->tv_sec ||
-	       (cap->tv_sec == abs->tv_sec && cap->tv_nsec < abs->tv_nsec);
+	out->kind = URSA_ARM_WAITV;
+	out->addr = a->fv;
+	out->val = a->n;
+	/* A mutex newcomer asleep on HANDED sleeps a bounded time (lib/mutex.c);
+	 * a ring WAITV ignores the bound, as a ring mutex wait does. */
+	out->bounded = bounded;
+	return URSA_STEP_WAIT;
 }
+
+static int any_abandon(void *obj, struct ursa_waiter *w)
+{
+	struct any_state *a = obj;
+	for (unsigned j = 0; j < a->n; j++)
+		release(&a->v[j], &a->ws[j]);
+	return 0;
+}
+
+static void any_fini(void *obj)
+{
+	free(obj);
+}
+
+/* The wait-any step table (lib/step.h): one waiter of each object at once.
+ * The ring's op owns its allocated state and frees it when it finishes. */
+const struct ursa_step_ops ursa__wait_any_ops = {
+	.name = "wait-any",
+	.step = any_step,
+	.abandon = any_abandon,
+	.fini = any_fini,
+};
 
 int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk, const struct timespec *abs)
 {
-	int r = ursa__wait_any_check(v, n);
+	int r = any_check(v, n);
 	if (r)
 		return r;
 	r = ursa__check_deadline(clk, abs);
@@ -204,40 +206,48 @@ int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk, const str
 	/* Same answer whether or not an object happens to be free. */
 	if (!ursa_k_have_futex_waitv())
 		return -ENOSYS;
-
 	struct ursa_waiter ws[URSA_WAIT_ANY_MAX];
 	struct futex_waitv fv[URSA_WAIT_ANY_MAX];
 	memset(ws, 0, n * sizeof(ws[0]));
-	for (;;) {
-		r = ursa__wait_any_try(v, n, ws);
-		if (r >= 0)
-			return r;
-		/* A deadline already past: that was the one try; announce
-		 * nothing, sleep not. */
-		if (abs && ursa__deadline_passed(clk, abs)) {
-			ursa__wait_any_abandon(v, n, ws);
-			return -ETIMEDOUT;
-		}
-		bool bounded;
-		r = prepare(v, n, ws, fv, &bounded);
-		if (r >= 0)
-			return r;
-		/* A mutex newcomer sleeping on HANDED sleeps a bounded time
-		 * (lib/mutex.c, "Limits"), here as in ursa__block. */
-		struct timespec cap;
-		const struct timespec *dl = abs;
-		if (bounded && cap_sleep(clk, abs, &cap))
-			dl = &cap;
-		r = ursa_k_futex_waitv(fv, n, clk, dl);
-		ursa__wait_any_woke(ws, n);
-		if (r >= 0 || r == -EAGAIN || r == -EINTR || (r == -ETIMEDOUT && dl != abs))
-			continue;
-		/* Timed out or failed: the words may have changed just as we
-		 * gave up; one last try, so nothing handed to us is stranded. */
-		int t = ursa__wait_any_try(v, n, ws);
-		if (t >= 0)
-			return t;
-		ursa__wait_any_abandon(v, n, ws);
-		return r;
-	}
+	struct any_state a = {v, n, fv, ws};
+	/* A deadline already past: one try that announces nothing. */
+	if (abs && ursa__deadline_passed(clk, abs))
+		return (r = any_try(&a)) >= 0 ? r : -ETIMEDOUT;
+	struct ursa_waiter w = {0};
+	return ursa__block(&a, &ursa__wait_any_ops, &w, clk, abs);
+}
+
+int ursa_wait_any_async(struct io_uring *r, const ursa_waitable_t *v, unsigned n,
+			struct ursa_op *op)
+{
+	int rc = any_check(v, n);
+	if (rc)
+		return rc;
+	struct ursa_features f;
+	if (ursa_probe(&f) || !f.uring_futexv)
+		return -EOPNOTSUPP;
+	/* Validate ring and op (and SQ room) before looking at any object. */
+	struct ursa_waiter ws0[URSA_WAIT_ANY_MAX];
+	memset(ws0, 0, n * sizeof(ws0[0]));
+	struct any_state a0 = {v, n, NULL, ws0};
+	rc = ursa__op_prepare(r, op, &ursa__wait_any_ops, &a0, NULL, 0, NULL);
+	if (rc)
+		return rc;
+	/* First try without allocating anything (it announces nothing). */
+	if ((rc = any_try(&a0)) >= 0)
+		return ursa__op_finish_now(op, rc);
+	struct any_state *a = calloc(1, sizeof(*a) + n * (sizeof(struct futex_waitv) +
+							 sizeof(struct ursa_waiter)));
+	if (!a)
+		return -ENOMEM;
+	a->v = v;
+	a->n = n;
+	a->fv = (struct futex_waitv *)(a + 1);
+	a->ws = (struct ursa_waiter *)(a->fv + n);
+	rc = ursa__op_prepare(r, op, &ursa__wait_any_ops, a, NULL, 0, NULL);
+	if (rc == 0)
+		rc = ursa__op_launch(r, op);
+	if (rc < 0)
+		free(a);
+	return rc;
 }

@@ -87,9 +87,9 @@
  *
  * A slot has one waiter, blocked or in a ring, so each slot's futex gets a
  * wake count of 1. An async waiter must have reaped its FUTEX_WAIT's CQE
- * before it gives the slot up (see lib/waitq_internal.h).
+ * before it gives the slot up (see wq_abandon_slot).
  */
-#include "lib/waitq_internal.h"
+#include "lib/internal.h"
 
 #include "kernel/wake.h"
 
@@ -223,10 +223,13 @@ int ursa_waitq_prepare(ursa_waitq_t *q, uint32_t slot, uint64_t key)
 	return 0;
 }
 
-int ursa__waitq_step(ursa_waitq_t *q, uint32_t slot, struct ursa_waiter *w, struct ursa_wait *out)
+/* Has the waiter's slot (w->aux) been woken? DONE: a wake took it (the
+ * slot is free again); WAIT: still queued, sleep on its state word; -EINVAL:
+ * no such slot, or not prepared. */
+static int wq_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
-	(void)w;
-	struct wq_slot *s = wq_slot(q, slot);
+	ursa_waitq_t *q = obj;
+	struct wq_slot *s = wq_slot(q, w->aux);
 	if (!s)
 		return -EINVAL;
 	uint32_t v = ld_acquire(&s->state);
@@ -243,7 +246,12 @@ int ursa__waitq_step(ursa_waitq_t *q, uint32_t slot, struct ursa_waiter *w, stru
 	return URSA_STEP_WAIT;
 }
 
-int ursa__waitq_abandon(ursa_waitq_t *q, uint32_t slot)
+/* The waiter of slot gives up: 0 dequeued here (no wake will count it), 1 a
+ * wake had already dequeued it (the wait succeeded), -EINVAL not prepared.
+ * The slot is free again afterwards. A ring waiter abandons only once its
+ * FUTEX_WAIT's CQE is in (lib/async.c): a stale wait still queued on the
+ * word could take the wake meant for the slot's next waiter. */
+static int wq_abandon_slot(ursa_waitq_t *q, uint32_t slot)
 {
 	struct wq_slot *s = wq_slot(q, slot);
 	if (!s)
@@ -269,25 +277,25 @@ int ursa__waitq_abandon(ursa_waitq_t *q, uint32_t slot)
 
 int ursa_waitq_cancel(ursa_waitq_t *q, uint32_t slot)
 {
-	return ursa__waitq_abandon(q, slot);
+	return wq_abandon_slot(q, slot);
 }
 
-struct wq_ref {
-	ursa_waitq_t *q;
-	uint32_t slot;
+static int wq_abandon(void *obj, struct ursa_waiter *w)
+{
+	return wq_abandon_slot(obj, w->aux) == 1;
+}
+
+/* The wait queue's step table (lib/step.h): a waiter's "object" is its own
+ * wakeup; w->aux is its slot. */
+const struct ursa_step_ops ursa__waitq_ops = {
+	.name = "waitq",
+	.step = wq_step,
+	.abandon = wq_abandon,
 };
 
-static int wq_step(void *o, struct ursa_waiter *w, struct ursa_wait *out)
+int ursa_waitq_wait_async(struct io_uring *r, ursa_waitq_t *q, uint32_t slot, struct ursa_op *op)
 {
-	struct wq_ref *r = o;
-	return ursa__waitq_step(r->q, r->slot, w, out);
-}
-
-static int wq_abandon(void *o, struct ursa_waiter *w)
-{
-	struct wq_ref *r = o;
-	(void)w;
-	return ursa__waitq_abandon(r->q, r->slot);
+	return ursa__op_start(r, op, &ursa__waitq_ops, q, NULL, slot);
 }
 
 int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk, const struct timespec *abs)
@@ -297,9 +305,8 @@ int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk, const struct 
 	int r = ursa__check_deadline(clk, abs);
 	if (r)
 		return r;
-	struct wq_ref ref = {q, slot};
-	struct ursa_waiter w = {0};
-	return ursa__block(&ref, wq_step, wq_abandon, &w, clk, abs);
+	struct ursa_waiter w = {.aux = slot};
+	return ursa__block(q, &ursa__waitq_ops, &w, clk, abs);
 }
 
 /* ---- wakers ---------------------------------------------------------- */

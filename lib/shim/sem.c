@@ -115,16 +115,6 @@ SHIM_API int sem_trywait(sem_t *ps)
 	return posix_ret(r == -EBUSY ? EAGAIN : -r);
 }
 
-static int sem_step(void *s, struct ursa_waiter *w, struct ursa_wait *out)
-{
-	return ursa__sem_step(s, w, out);
-}
-
-static int sem_abandon(void *s, struct ursa_waiter *w)
-{
-	return ursa__sem_abandon(s, w);
-}
-
 static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk,
 					       const struct timespec *abs)
 {
@@ -137,7 +127,7 @@ static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk
 	}
 	SHIM_SAVE_ERRNO;
 	struct ursa_waiter w = {0};
-	int r = -ursa__block_flags(&s->s, sem_step, sem_abandon, &w, clk, abs, URSA_BLOCK_EINTR);
+	int r = -ursa__block_flags(&s->s, &ursa__sem_ops, &w, clk, abs, URSA_BLOCK_EINTR);
 	SHIM_RESTORE_ERRNO;
 	if (r == EINTR)
 		shim_count(ST_SEM_EINTR);
