@@ -1,29 +1,59 @@
 #!/usr/bin/env bash
-# tests/real/postgres.sh — Debian's PostgreSQL server on libursa-pthread.
+# tests/real/postgres.sh — Debian's PostgreSQL server on libursa-pthread,
+# plain against LD_PRELOAD in alternating rounds, every run checked.
 #
 # Every PostgreSQL backend sleeps and is woken through an unnamed,
 # process-shared POSIX semaphore in shared memory (sem_init(.., 1, 0),
-# sem_wait, sem_post): contended LWLocks, group commit, buffer-pin waits.
-# This runs pgbench against a throwaway cluster twice — the server plain,
-# then with LD_PRELOAD=libursa-pthread.so — each time checking consistency
-# afterwards (sum of account balances = sum of branch balances = sum of
-# teller balances = sum of history deltas; no failed or aborted
-# transactions), and prints tps and latency side by side with the number of
-# semaphore waits and posts that went through ursa (the shim's per-process
-# reports, URSA_SHIM_STATS=1, summed from the server log).
+# sem_wait, sem_post): contended LWLocks, buffer-pin waits, and group
+# commit — with fsync=on and synchronous_commit=on a committing backend
+# queues for the WAL flush and sleeps on its semaphore until the flusher
+# wakes it.
+#
+# A throwaway cluster (fsync=on, synchronous_commit=on) runs in server
+# lifetimes: "plain" (the server as installed) and "ursa" (the same server
+# with LD_PRELOAD=libursa-pthread.so). Rounds alternate the order: plain
+# ursa, ursa plain, plain ursa, ... Each lifetime re-creates the pgbench
+# tables (pgbench -i, then CHECKPOINT) and runs the same list of pgbench
+# runs, by default
+#   tpcb:8 tpcb:24   TPC-B-like (pgbench default), 8 and 24 clients
+#   N:24             -N, simple update (no teller/branch updates)
+#   S:8 S:24 S:48    -S, select only, at 4, 12 and 24 times the 2 cores
+# each -T URSA_PG_SECONDS. Checked after every run: pgbench exited 0 with no
+# failed transactions and a non-zero count, and the balances add up. pgbench
+# empties pgbench_history before each run, so the script keeps running
+# totals over the lifetime: every transaction adds its delta to one account
+# and writes it to the history, so sum(abalance) of the accounts = the sum
+# of sum(delta) over the lifetime's runs; TPC-B also adds it to a branch and
+# a teller, so sum(bbalance) = sum(tbalance) = that sum over the TPC-B runs
+# (-N leaves them); a select-only run writes no history row and changes no
+# balance.
+#
+# Before the timed rounds, one untimed "check" lifetime of the ursa server
+# runs with the shim's counters on (URSA_SHIM_STATS=1: an atomic add per
+# call, so never in a timed run) to show the semaphore calls went through
+# ursa. Every ursa lifetime checks the shim is mapped into the postmaster,
+# every plain one that it is not.
+#
+# Output: per run, each lifetime's tps; then per pgbench run the median tps
+# of each side and the median of the per-round ratios ursa/plain with
+# [min..max]. The exit status says only whether every check passed; tps
+# are figures, never assertions.
 #
 #   URSA_SHIM=path/to/libursa-pthread.so tests/real/postgres.sh
 #   (make shim-postgres does this)
 #
-# URSA_PG_SECONDS (default 20) per pgbench run, URSA_PG_CLIENTS (default 16:
-# more than cores), URSA_PG_SCALE (default 5). Needs root (to install the
-# packages when missing, and to run the server as the unprivileged user
-# postgres) or to be run as an unprivileged user that can run initdb.
+# URSA_PG_SECONDS (default 8) per pgbench run, URSA_PG_ROUNDS (default 3),
+# URSA_PG_RUNS (default "tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"; MODE:CLIENTS
+# with MODE tpcb, N or S), URSA_PG_SCALE (default 5). About 6 minutes with
+# the defaults. Needs root (to install the packages when missing, and to run
+# the server as the unprivileged user postgres) or to be run as an
+# unprivileged user that can run initdb.
 set -euo pipefail
 
 shim=${URSA_SHIM:-}
-secs=${URSA_PG_SECONDS:-20}
-clients=${URSA_PG_CLIENTS:-16}
+secs=${URSA_PG_SECONDS:-8}
+rounds=${URSA_PG_ROUNDS:-3}
+runs=${URSA_PG_RUNS:-"tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"}
 scale=${URSA_PG_SCALE:-5}
 
 die() {
@@ -32,6 +62,13 @@ die() {
 }
 
 [ -n "$shim" ] && [ -f "$shim" ] || die "set URSA_SHIM to libursa-pthread.so (got '$shim')"
+maxc=0
+for r in $runs; do
+	m=${r%%:*} c=${r#*:}
+	case $m in tpcb | N | S) ;; *) die "URSA_PG_RUNS: unknown mode '$m' in '$r' (tpcb, N, S)" ;; esac
+	[[ $c =~ ^[1-9][0-9]*$ ]] || die "URSA_PG_RUNS: bad client count in '$r'"
+	[ "$c" -gt "$maxc" ] && maxc=$c
+done
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$pgbin" ] || [ ! -x "$pgbin/pgbench" ]; then
@@ -75,73 +112,129 @@ as_user "$pgbin/initdb" -D "$data" -A trust -U postgres --no-sync >"$work/initdb
 	{ cat "$work/initdb.log"; die "initdb failed"; }
 
 psql() { as_user "$pgbin/psql" -X -q -At -h "$work" -p "$port" -U postgres "$@"; }
+pgbench() { as_user "$pgbin/pgbench" -h "$work" -p "$port" -U postgres "$@"; }
 
-# run LABEL PRELOAD: one server lifetime; sets the result line in $work/LABEL.
-run() {
-	local label=$1 preload=$2
+sums() {
+	psql -d bench -F ' ' -c "select (select sum(abalance) from pgbench_accounts),
+		(select sum(bbalance) from pgbench_branches), (select sum(tbalance) from pgbench_tellers),
+		(select coalesce(sum(delta), 0) from pgbench_history), (select count(*) from pgbench_history)"
+}
+
+failures=0
+fail() {
+	echo "   FAILED: $*"
+	failures=$((failures + 1))
+}
+
+# lifetime LABEL SIDE STATS SECS: one server lifetime (SIDE plain or ursa);
+# appends "LABEL RUN TPS" lines to $work/tps.
+lifetime() {
+	local label=$1 side=$2 stats=$3 t=$4
 	local log="$work/$label.log"
 	local env=(env)
-	[ -n "$preload" ] && env+=(LD_PRELOAD="$preload" URSA_SHIM_STATS=1)
-	echo "== $label: start the server${preload:+ with LD_PRELOAD=libursa-pthread.so}"
+	[ "$side" = ursa ] && env+=(LD_PRELOAD="$shim")
+	[ "$stats" = 1 ] && env+=(URSA_SHIM_STATS=1)
 	as_user "${env[@]}" "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-		-o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=$((clients + 10)) -c shared_buffers=64MB -c fsync=off" \
+		-o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=$((maxc + 10)) -c shared_buffers=128MB -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB -c checkpoint_timeout=30min" \
 		start >/dev/null || { cat "$log"; die "$label: server did not start"; }
 	local pid
 	pid=$(head -n 1 "$data/postmaster.pid")
-	if [ -n "$preload" ]; then
+	if [ "$side" = ursa ]; then
 		grep -q libursa-pthread "/proc/$pid/maps" || die "$label: the shim is not mapped into the postmaster"
 	elif grep -q libursa-pthread "/proc/$pid/maps"; then
-		die "$label: the shim is mapped into the baseline server"
+		die "$label: the shim is mapped into the plain server"
 	fi
 	psql -c "set client_min_messages = warning" -c "drop database if exists bench" -d postgres
 	psql -c "create database bench" -d postgres
-	echo "== $label: pgbench -i -s $scale"
-	as_user "$pgbin/pgbench" -i -q -s "$scale" -h "$work" -p "$port" -U postgres bench \
-		>"$work/$label.init" 2>&1 || { cat "$work/$label.init"; die "$label: pgbench -i failed"; }
-	echo "== $label: pgbench -c $clients -j 2 -T $secs"
-	as_user "$pgbin/pgbench" -c "$clients" -j 2 -T "$secs" -h "$work" -p "$port" -U postgres bench \
-		>"$work/$label.out" 2>&1 || { cat "$work/$label.out"; die "$label: pgbench failed"; }
-	local sums
-	sums=$(psql -d bench -F ' ' -c "select (select sum(abalance) from pgbench_accounts),
-		(select sum(bbalance) from pgbench_branches), (select sum(tbalance) from pgbench_tellers),
-		(select coalesce(sum(delta), 0) from pgbench_history), (select count(*) from pgbench_history)")
+	pgbench -i -q -s "$scale" bench >"$work/$label.init" 2>&1 ||
+		{ cat "$work/$label.init"; die "$label: pgbench -i failed"; }
+	psql -d bench -c checkpoint
+
+	# Running totals of the history's deltas: all runs, TPC-B runs.
+	local line="   $label ($side):" r tot_all=0 tot_tpcb=0
+	for r in $runs; do
+		local mode=${r%%:*} c=${r#*:} flag=
+		case $mode in N) flag=-N ;; S) flag=-S ;; esac
+		local out="$work/$label.$mode.$c.out"
+		local before after
+		before=$(sums)
+		if ! pgbench $flag -c "$c" -j 2 -T "$t" bench >"$out" 2>&1; then
+			cat "$out"
+			fail "$label $r: pgbench exited non-zero"
+			continue
+		fi
+		after=$(sums)
+		local tps failed ntx acc br tel hist nh
+		tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$out")
+		failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
+		ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
+		read -r acc br tel hist nh <<<"$after"
+		tot_all=$((tot_all + hist))
+		[ "$mode" = tpcb ] && tot_tpcb=$((tot_tpcb + hist))
+		if [ -z "$tps" ] || [ "${ntx:-0}" = 0 ]; then
+			fail "$label $r: no result"
+		elif [ "${failed:-0}" != 0 ] || grep -qiE 'abort|error' "$out"; then
+			fail "$label $r: $failed failed transactions"
+		elif [ "$acc" != "$tot_all" ] || [ "$br" != "$tot_tpcb" ] || [ "$tel" != "$tot_tpcb" ]; then
+			fail "$label $r: INCONSISTENT (accounts $acc, history deltas $tot_all; branches $br, tellers $tel, TPC-B deltas $tot_tpcb)"
+		elif [ "$mode" = S ] && { [ "$nh" != 0 ] || [ "${before% * *}" != "${after% * *}" ]; }; then
+			fail "$label $r: a select-only run changed the data ($before -> $after)"
+		elif [ "$mode" != S ] && [ "$nh" -lt "$ntx" ]; then
+			fail "$label $r: $nh history rows for $ntx transactions"
+		fi
+		echo "$label $r ${tps:-0}" >>"$work/tps"
+		line+=" $r ${tps:-?}"
+	done
+	echo "$line"
 	as_user "$pgbin/pg_ctl" -D "$data" -m fast -w stop >/dev/null || die "$label: stop failed"
 
-	local tps lat failed
-	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$work/$label.out")
-	lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$work/$label.out")
-	failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$work/$label.out")
-	read -r acc br tel hist ntx <<<"$sums"
-	local verdict=ok
-	if [ "$acc" != "$br" ] || [ "$acc" != "$tel" ] || [ "$acc" != "$hist" ]; then
-		verdict="INCONSISTENT (accounts $acc branches $br tellers $tel history $hist)"
-	elif [ "${failed:-0}" != 0 ] || grep -qiE 'abort|error' "$work/$label.out"; then
-		verdict="ERRORS (failed $failed)"
-	elif [ -z "$tps" ] || [ "$ntx" = 0 ]; then
-		verdict="NO RESULT"
-	fi
-	local waits=- posts=- procs=-
-	if [ -n "$preload" ]; then
+	if [ "$stats" = 1 ]; then
 		# One report line per server process that made calls.
+		local procs waits posts
 		read -r procs waits posts < <(grep -h '^ursa-pthread\[' "$log" | awk '
 			{ n++; for (i = 3; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } }
 			END { printf "%d %d %d\n", n, s["sem_wait"], s["sem_post"] }')
+		echo "   $label: sem_wait $waits, sem_post $posts through ursa, over $procs server processes"
 		[ "${waits:-0}" -gt 0 ] && [ "${posts:-0}" -gt 0 ] ||
-			verdict="SHIM NOT USED (sem_wait $waits, sem_post $posts)"
+			fail "$label: SHIM NOT USED (sem_wait $waits, sem_post $posts)"
 	fi
-	printf '%-9s %10s %12s %10s %10s %10s %8s  %s\n' "$label" "$tps" "$lat" "$ntx" \
-		"$waits" "$posts" "$procs" "$verdict" >"$work/$label.row"
-	echo "   $label: tps $tps, latency $lat ms, $ntx transactions, balances $acc/$br/$tel/$hist: $verdict"
-	[ "$verdict" = ok ]
 }
 
-status=0
-run baseline "" || status=1
-run ursa "$shim" || status=1
+echo "== pgbench, scale $scale, -T $secs, runs: $runs; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== check lifetime (untimed figures): the ursa server with the shim's counters on"
+lifetime check ursa 1 2
+: >"$work/tps"
+for ((i = 1; i <= rounds; i++)); do
+	if ((i % 2)); then order="plain ursa"; else order="ursa plain"; fi
+	echo "== round $i: $order"
+	for side in $order; do
+		lifetime "$side$i" "$side" 0 "$secs"
+	done
+done
 
 echo
-echo "pgbench -c $clients -j 2 -T $secs, scale $scale, $(nproc) cores; sem waits/posts summed over the server's processes:"
-printf '%-9s %10s %12s %10s %10s %10s %8s  %s\n' server tps latency_ms xacts sem_wait sem_post procs result
-cat "$work/baseline.row" "$work/ursa.row"
-[ "$status" = 0 ] || die "FAILED"
-echo "== PostgreSQL on libursa-pthread: consistent, no errors"
+echo "== pgbench tps, $rounds rounds in alternating order; ratio = ursa / plain per round: median [min..max]"
+echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$work/tps" "$rounds" "$runs" <<'EOF'
+import statistics, sys
+path, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+tps = {}
+for line in open(path):
+    label, run, v = line.split()
+    side, rnd = label.rstrip("0123456789"), int(label[len(label.rstrip("0123456789")):])
+    tps[(side, rnd, run)] = float(v)
+print(f"   {'run':<8} {'plain tps':>10} {'ursa tps':>10}  {'ursa/plain':<24} rounds")
+for run in runs:
+    p = [tps.get(("plain", i, run)) for i in range(1, rounds + 1)]
+    u = [tps.get(("ursa", i, run)) for i in range(1, rounds + 1)]
+    ok = [(a, b) for a, b in zip(p, u) if a and b]
+    if not ok:
+        print(f"   {run:<8} no result"); continue
+    r = [b / a for a, b in ok]
+    med = statistics.median
+    per = " ".join(f"{x:.2f}" for x in r)
+    print(f"   {run:<8} {med([a for a, _ in ok]):>10.0f} {med([b for _, b in ok]):>10.0f}  "
+          f"{med(r):.2f}x [{min(r):.2f}..{max(r):.2f}]{'':<8} {per}")
+EOF
+[ "$failures" = 0 ] || die "$failures check(s) FAILED"
+echo "== PostgreSQL on libursa-pthread: every run consistent, no errors"
