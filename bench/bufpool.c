@@ -691,24 +691,34 @@ static void write_plot(const char *png, const struct result *res, const char *ti
 		return;
 	}
 	fprintf(g,
-		"set terminal pngcairo size 1000,450 noenhanced font ',10'\n"
-		"set bmargin 4\n"
+		"set terminal pngcairo size 1200,450 noenhanced font ',10'\n"
+		"set bmargin 5\n"
 		"set output '%s'\n"
-		"set multiplot layout 1,2 title '%s'\n"
+		"set multiplot layout 1,3 title '%s'\n"
 		"set style data histograms\nset style fill solid 0.8 border -1\n"
 		"set boxwidth 0.6\nset grid ytics\nset yrange [0:*]\nunset key\n"
+		"set xtics font ',8' rotate by -20\n"
 		"$d << EOD\n",
 		png, title);
 	for (int e = 0; e < BP_NENGINES; e++)
-		if (res[e].ran)
-			fprintf(g, "\"%s\" %.3f %.3f \"%d in flight\"\n", engine_names[e],
-				res[e].tps, res[e].p99_us, res[e].inflight);
+		if (res[e].ran) {
+			char note[64];
+			if (res[e].stalls)
+				snprintf(note, sizeof(note), "DEADLOCKED");
+			else
+				snprintf(note, sizeof(note), "%d in flight", res[e].inflight);
+			fprintf(g, "\"%s\" %.3f %.3f %.3f \"%s\"\n", engine_names[e],
+				res[e].stalls ? 0 : res[e].tps, res[e].stalls ? 0 : res[e].p99_us,
+				res[e].stalls ? 0 : res[e].cpu_us_per_txn, note);
+		}
 	fprintf(g, "EOD\n"
+		   "lbl(x) = stringcolumn(1).\"\\n\".stringcolumn(5)\n"
 		   "set title 'throughput (transactions/s, higher is better)'\n"
-		   "lbl(x) = stringcolumn(1).\"\\n\".stringcolumn(4)\n"
 		   "plot $d using 2:xtic(lbl(0)) linecolor rgb '#4477aa'\n"
 		   "set title 'p99 latency (us, lower is better)'\n"
 		   "plot $d using 3:xtic(lbl(0)) linecolor rgb '#cc6677'\n"
+		   "set title 'CPU per transaction (us, lower is better)'\n"
+		   "plot $d using 4:xtic(lbl(0)) linecolor rgb '#228833'\n"
 		   "unset multiplot\n");
 	int st = pclose(g);
 	if (st == 0)
