@@ -380,7 +380,6 @@ static void txn_run(struct loop *l, struct txn *t)
 				bp_rwlock_rdunlock(&p->parts[pool_part(p, t->page)].lock);
 				t->b = b;
 				t->waiting_pf = &t->pf[t->k];
-				s->io_waits++;
 				t->st = T_PFWAIT;
 				return;
 			}
