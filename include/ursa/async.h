@@ -20,6 +20,13 @@
  *   -EINVAL  bad arguments, or op already in flight.
  * An op finishes exactly once, whatever races between wake, timeout and
  * cancel. When an async lock finishes with res == 0 the caller holds it.
+ * A wait that the kernel refuses (an error CQE: -ENOMEM, -EFAULT) finishes
+ * with that error, and one that cannot be re-armed because the ring
+ * refuses submissions (no SQ room even after a submit: a full CQ ring, a
+ * disabled ring) with -EBUSY; either way nothing is held or registered
+ * (ursa_cond_wait_async, which must finish holding its mutex, says what it
+ * does instead). A deadline lasts for one op: a finished op that is started
+ * again has none unless ursa_op_set_deadline gives it a new one.
  *
  * Ring waiters and blocked threads interoperate on the same objects,
  * process-private or URSA_SHARED.
@@ -95,14 +102,23 @@ URSA_API int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struc
  * (ursa's, consumed), -EINVAL (NULL r, cqe or done). *done is the op this
  * CQE finished (its res final), or NULL (ursa re-armed a wait, or consumed
  * an auxiliary CQE). May queue SQEs (a re-arm) on r; the caller submits as
- * usual. Never blocks. */
+ * usual. Never blocks.
+ * A CQE tagged as an ursa op's that names no op in flight on r (one that
+ * finished, was never started, was freed, or is not an op at all) is
+ * undefined behaviour, as a stale pointer is; what can be caught cheaply
+ * (a NULL or misaligned pointer, an op not in flight, not started on r, or
+ * whose private part holds no started op) returns -EINVAL with *done NULL
+ * and touches nothing. */
 URSA_API int ursa_handle_cqe(struct io_uring *r, const struct io_uring_cqe *cqe,
 			     struct ursa_op **done);
 
 /* Ask an in-flight op to stop. It still finishes exactly once, through
  * ursa_handle_cqe: -ECANCELED, or acquired (res 0) if the wake won.
- * Returns 0 (cancel queued, or op already finishing), -EBUSY (SQ ring full),
- * -EINVAL. Never blocks. */
+ * Returns 0 (cancel queued, op already finishing, or op not in flight),
+ * -EBUSY (SQ ring full: nothing changed), -EINVAL (NULL r or op, or op in
+ * flight on another ring: nothing changed). A condvar op that is re-taking
+ * its mutex ignores the cancel (it finishes holding the mutex). Never
+ * blocks. */
 URSA_API int ursa_op_cancel(struct io_uring *r, struct ursa_op *op);
 
 URSA_EXTERN_C_END

@@ -60,7 +60,11 @@ struct ursa_op;
  * finishes), -EBUSY (SQ ring full), -EOPNOTSUPP (no io_uring futex ops),
  * -EINVAL (NULL argument, op in flight, c and m of different privacy),
  * -EPERM (m not locked) -- on every error *m is still held and nothing
- * waits. The starter contract is in ursa/async.h. Never blocks. */
+ * waits. The starter contract is in ursa/async.h. Never blocks: re-taking
+ * *m is a ring wait too, and it neither stops for a cancel or deadline nor
+ * gives up on an error CQE (the kernel's -ENOMEM: it waits again); when
+ * the ring refuses submissions it waits for SQ room, re-armed by the next
+ * ursa_handle_cqe on the ring (so keep the loop running). */
 URSA_API int ursa_cond_wait_async(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
 				  struct ursa_op *op);
 
