@@ -22,7 +22,8 @@ if HAVE_JEMALLOC
 bench_ursa_bufpool_CFLAGS += $(JEMALLOC_CFLAGS)
 bench_ursa_bufpool_LDADD += $(JEMALLOC_LIBS)
 endif
-EXTRA_DIST += bench/BUFPOOL.md scripts/demo.sh
+EXTRA_DIST += bench/BUFPOOL.md scripts/demo.sh bench/bufpool-equal.png bench/bufpool-sweep.png \
+	bench/bufpool-contended.png bench/ursa-commit.png
 
 # bench/ursa-commit: group commit across processes (the directed-wakeup
 # case): sem, condvar, waitq, waitq-ring. A program, never a test.
