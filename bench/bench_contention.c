@@ -550,8 +550,11 @@ static void cn_plot(const char *csv_path, int w)
 		for (int i = 0; i < CN_NIMPLS; i++) {
 			if (!(cn_impls[i].workloads & (1u << w)))
 				continue;
-			fprintf(f, "%s $d%d_%d using 1:2 with linespoints lw 2 title '%s%s'",
-				first ? "" : ",", cs, i, cn_impls[i].name,
+			static const char *const color[] = {"#000000", "#d62728", "#1f77b4",
+							    "#ff7f0e", "#2ca02c", "#9467bd"};
+			fprintf(f,
+				"%s $d%d_%d using 1:2 with linespoints lw 2 lc rgb '%s' title '%s%s'",
+				first ? "" : ",", cs, i, color[i % 6], cn_impls[i].name,
 				strcmp(cn_impls[i].name, "ck") ? "" : " (spins)");
 			first = false;
 		}
