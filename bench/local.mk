@@ -21,7 +21,9 @@ bench_ursa_bench_CFLAGS = $(AM_CFLAGS) $(URING_CFLAGS)
 # (env URSA_BENCH_SHIM overrides), so the shim is built before the bench.
 bench_ursa_bench_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DURSA_BENCH_SHIM='"$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so"'
+if ENABLE_SHIM
 EXTRA_bench_ursa_bench_DEPENDENCIES = lib/shim/libursa-pthread.la
+endif
 bench_ursa_bench_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS) -lm
 if HAVE_NSYNC
 bench_ursa_bench_LDADD += $(NSYNC_LIBS)

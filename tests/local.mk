@@ -35,3 +35,4 @@ include tests/models/local.mk
 include tests/stress/local.mk
 include tests/real/local.mk
 include tests/oldkernel/local.mk
+include tests/abi/local.mk

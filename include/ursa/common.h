@@ -44,4 +44,22 @@ struct timespec;
  * fork() or unrelated processes; shared futex keys). Stored in the object. */
 #define URSA_SHARED 0x1u
 
+/* The version of these headers; NUMBER is MAJOR * 10000 + MINOR * 100 +
+ * PATCH (0.1.0 is 100). The one place the version is written: configure
+ * takes its own from these lines. */
+#define URSA_VERSION_MAJOR 0
+#define URSA_VERSION_MINOR 1
+#define URSA_VERSION_PATCH 0
+#define URSA_VERSION_STRING "0.1.0"
+#define URSA_VERSION_NUMBER \
+	(URSA_VERSION_MAJOR * 10000 + URSA_VERSION_MINOR * 100 + URSA_VERSION_PATCH)
+
+URSA_EXTERN_C_BEGIN
+/* The version of the library loaded at run time, encoded as
+ * URSA_VERSION_NUMBER is (MAJOR * 10000 + MINOR * 100 + PATCH), so a program
+ * can compare the library it runs with to the headers it was built with.
+ * Never fails; never blocks. */
+URSA_API int ursa_version(void);
+URSA_EXTERN_C_END
+
 #endif
