@@ -11,14 +11,14 @@ lib_libursa_core_la_SOURCES = \
 	lib/event.c \
 	lib/internal.h \
 	lib/mutex.c \
+	lib/ops.h \
 	lib/rwlock.c \
 	lib/sem.c \
+	lib/step.h \
 	lib/time.c \
 	lib/version.c \
 	lib/wait_any.c \
-	lib/wait_any_internal.h \
-	lib/waitq.c \
-	lib/waitq_internal.h
+	lib/waitq.c
 lib_libursa_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 lib_libursa_core_la_LIBADD = kernel/libursa-kernel.la
 

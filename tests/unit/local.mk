@@ -2,6 +2,7 @@
 if HAVE_CRITERION
 UNIT_TESTS = \
 	tests/unit/async \
+	tests/unit/async_cqe \
 	tests/unit/cond \
 	tests/unit/event \
 	tests/unit/mutex \
