@@ -1,65 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/cond.c — the 8-byte condition variable, used with ursa_mutex_t.
- *
- * Two 32-bit words:
- *
- *   __seq      the futex word: a sequence number, +1 per signal/broadcast
- *              that found a registered waiter
- *   __waiters  bit 31: SHARED (constant after init)
- *              bits 0-30: registered waiters (blocked threads and ring
- *              waiters), from begin until their step returns DONE or they
- *              abandon
- *
- * Protocol:
+ * Spin model: tests/models/cond.pml.
  *
  *   wait:      holding m: waiters++, snap = __seq (both seq_cst); unlock m;
- *              sleep while __seq == snap; when __seq != snap: waiters--,
- *              relock m. (begin/step/abandon below; ursa_cond_wait and
- *              lib/async.c run them.)
- *   signal:    if waiters == 0: return (no system call). Else __seq++,
- *              wake 1 on __seq.
- *   broadcast: if waiters == 0: return. Else __seq++, wake all (INT_MAX:
- *              the count is an int, UINT32_MAX would read as -1).
+ *              sleep while __seq == snap; once __seq != snap: waiters--,
+ *              re-lock m (without spinning: the signaller usually holds it).
+ *   signal:    waiters == 0: nothing (no system call). Else __seq++, wake 1.
+ *   broadcast: waiters == 0: nothing. Else __seq++, wake all (INT_MAX).
  *
- * Why no wakeup is lost: a waiter registers and snapshots __seq while it
- * holds m, and only then unlocks m. A signaller that acts after that unlock
- * (it locked m after the waiter released it, directly or through whoever
- * changed the predicate) happens after the registration and the snapshot
- * (m's release/acquire), so it sees waiters > 0 and its increment of __seq
- * comes after the snapshot in __seq's modification order. The increment
- * precedes its futex wake, and the kernel compares __seq under its
- * hash-bucket lock: the waiter's futex wait either sees the new value and
- * returns -EAGAIN at once, or is already queued when the wake comes. Which
- * queued waiter a signal wakes: the kernel wakes equal-priority futex
- * waiters (threads and io_uring waiters alike) in FIFO order, and every
- * waiter queued before an increment holds an older snapshot than any waiter
- * queued after it, so the one woken is one the signal was meant for. (The
- * one exception: with real-time priorities, a signal made WITHOUT holding m
- * can be taken by a higher-priority waiter that began waiting after the
- * increment; it sees no change since its own snapshot and sleeps again.
- * Signal while holding m, as POSIX advises for predictable scheduling, and
- * this cannot happen: no waiter can begin between the increment and the
- * wake.) A waiter that gives up after a signal may have taken that signal's
- * wake; its abandon then reports the wait as woken (returns 1), so the
- * signal is delivered, not lost.
+ * Invariant: a waiter registers and snapshots while it holds m, so a
+ * signaller that acts after the waiter's unlock sees waiters > 0 and
+ * increments __seq after the snapshot (lib/step.h says why its wake then
+ * cannot be lost). The kernel wakes futex waiters — threads and ring ops
+ * alike — in FIFO order, and every waiter queued before an increment holds
+ * an older snapshot than any queued after it, so a signal wakes a waiter it
+ * was meant for. A waiter that gives up after a signal may have consumed
+ * its wake: its abandon reports the wait as woken (1), so the signal is
+ * delivered, not lost. Spurious wakeups happen, as POSIX allows.
  *
- * Spurious wakeups happen, as POSIX allows: one signal releases every
- * registered waiter that had not yet gone to sleep (all see the new
- * __seq), and a waiter woken for any other reason that sees any change
- * since its snapshot returns. Callers wait in a loop on their predicate.
- *
- * ABA: __seq is 32 bits; a waiter that snapshots it, then is delayed before
- * its futex wait while exactly 2^32 signals are made, would sleep through
- * them. Not a practical risk (and the next signal wakes it).
- *
- * No requeue: a broadcast wakes every sleeper and they contend for m
- * (ursa's mutex spins, then sleeps). Requeueing onto the mutex word would
- * need the mutex to know about cond waiters, and ring waiters cannot be
- * requeued from an io_uring FUTEX_WAIT anyway.
+ * Limits: __seq is 32 bits (a waiter delayed across exactly 2^32 signals
+ * would sleep through them); no requeue (ring waiters cannot be requeued),
+ * so a broadcast wakes every sleeper to contend for m.
  */
 #include "lib/internal.h"
 
+/* __seq: the futex word, +1 per signal/broadcast that found a waiter.
+ * __waiters: bit 31 SHARED (constant after init); bits 0-30 registered
+ * waiters, threads and ring ops, from begin until their step says DONE or
+ * they abandon. */
 #define C_SHARED 0x80000000u
 #define C_COUNT	 0x7fffffffu
 

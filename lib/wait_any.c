@@ -1,69 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/wait_any.c — wait for the first of up to 128 mutexes, semaphores and
- * events, and take exactly that one.
+ * events, and take exactly that one. A step table of its own (lib/step.h):
+ * the blocking call runs it through ursa__block (futex_waitv), a ring op
+ * through lib/async.c (IORING_OP_FUTEX_WAITV).
  *
- * The objects keep their own protocols (lib/mutex.c, lib/sem.c,
- * lib/event.c); wait-any is one waiter of each at once:
+ *   step:    try: take the first object, in index order, that each object's
+ *            own take says is free now. Done.
+ *            Else run every object's own step, which announces us the way
+ *            any waiter of that object announces itself and says which word
+ *            and value to sleep on (a step may take its object). Done, or
+ *            sleep on all n (word, value) pairs at once.
+ *   leave:   having taken i, or giving up: every other object j is
+ *            released — its abandon, then (once we have slept) its pass-on.
  *
- *   loop {
- *     try:      take the first object, in index order, that is free now
- *               (mutex: FREE, or HANDED once we are registered; sem: count > 0;
- *               event: SET, or a set came since our snapshot). Done.
- *     prepare:  run each object's step, which announces us the way any
- *               waiter of that object announces itself — mutex CONTENDED
- *               and COUNT +1,
- *               semaphore waiter count +1, event WAITERS mark / generation
- *               snapshot / auto-reset count +1 — and says which word and
- *               value to sleep on. A step may take its object. Done.
- *     sleep:    futex_waitv on all n (word, value) pairs.
- *   }
+ * No wakeup is lost for us: each waitv entry is the exact (word, value) the
+ * object's own step would sleep on, after the same announcement.
  *
- * Why no wakeup is lost for us: each entry of the waitv is the exact
- * (word, value) the object's own step would sleep on, after the same
- * announcement, and the kernel compares every word under its bucket lock
- * before sleeping. Each object's essay shows that a waiter so announced is
- * woken (or finds the word changed) when the object becomes available;
- * waitv returns on the first such wake or change, and we retry all.
- *
- * Why no wakeup is lost for others — pass-on. The objects wake ONE waiter
- * per release (mutex unlock, semaphore post, auto-reset set). Our waitv
- * entry for object j is a queued waiter of j like any other, so j's wake
- * may be consumed by us. If we then take some other object i, j's wake was
- * spent on a waiter that did not take j, and j's other sleepers may sleep
- * on although j is available. Worse, before Linux 7.1 a WAITV waiter
- * already woken on one entry could still be counted as woken by wakes on
- * its other entries, so one return of ours may have consumed wakes of
- * several objects — and waitv tells us only one index. And a wake consumed
- * in an earlier round is not visible at all. So whenever we leave — having
- * taken i, or giving up — every other object j is looked at:
- *
- *   mutex j: ursa__mutex_abandon deregisters us (COUNT - 1; if that leaves
- *     a hand-off nobody is registered to claim, it takes it back). Then,
- *     only if we have slept (before that we consumed nothing),
- *     ursa__mutex_pass_on (lib/mutex.c):
- *     HANDED     an unlocker handed it to the registered waiters and woke
- *                one — maybe us. Claim it (HANDED -> CONTENDED) and unlock
- *                it: the unlock wakes the next sleeper, and a waiter that
- *                was the true recipient steps, finds it taken or free, and
- *                goes on as after any lost race.
- *     FREE       its unlock's wake may have been ours: wake 1.
- *     CONTENDED  its unlock will wake a sleeper: nothing to do.
- *     LOCKED     cannot hide a sleeper: lockers store CONTENDED while any
- *                waiter is registered, and every sleeper is.
- *   semaphore j, auto-reset event j: their abandon deregisters us and, if
- *     the object is available (count > 0 / SET) with waiters left, wakes 1
- *     (lib/sem.c and lib/event.c, "pass-on").
- *   manual-reset event j: set wakes everyone; nothing to pass on.
- *
- * Every pass-on wake is at worst spurious: the woken waiter steps again.
- * Each object's own word says whether it is available, so the checks need
- * no memory of which wakes we consumed — that is why they are sound even
- * though waitv reports only one index.
- *
- * Exactly one object is taken: try and prepare stop at the first take, and
- * release every other object without taking it (a HANDED mutex claimed in
- * pass-on is unlocked again before we return).
+ * No wakeup is lost for others (pass-on): the objects wake ONE waiter per
+ * release, and our entry for j is a queued waiter of j like any other, so
+ * j's wake may be consumed by us although we take some other object — and
+ * before Linux 7.1 a woken WAITV waiter could be counted as woken by wakes
+ * on its other entries, and waitv reports only one index. So on leaving,
+ * each object j looks at its own word, which says whether it is available,
+ * and wakes one sleeper if its wake may have been ours (lib/mutex.c,
+ * lib/sem.c, lib/event.c: release/abandon). Every pass-on wake is at worst
+ * spurious. Exactly one object is taken: try and step stop at the first
+ * take and release every other object without taking it.
  */
 #include "lib/internal.h"
 
