@@ -54,7 +54,7 @@ struct opts {
 	const char *csv;
 	const char *plot;
 	const char *dir;
-	bool quick, buffered, recreate, unsafe, sweep, no_prefetch;
+	bool quick, buffered, recreate, unsafe, sweep, no_prefetch, procs;
 	/* which options the command line gave (a preset fills the others) */
 	bool set_workers, set_inflight, set_write_pct, set_theta, set_hot, set_txn_pages;
 };
@@ -88,6 +88,9 @@ static void usage(FILE *f)
 	       "  --no-prefetch     engines with asynchronous reads (ring, threads-aio*) read\n"
 	       "                    each page when they reach it, instead of starting the\n"
 	       "                    reads of all a transaction's pages at its start\n"
+	       "  --procs           workers (threads engines) and loops (ring) are forked\n"
+	       "                    processes over a MAP_SHARED pool with process-shared\n"
+	       "                    locks and wait queues (PostgreSQL's model)\n"
 	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
 	       "  --file-mb N       data file size (default 64)\n"
@@ -161,7 +164,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_SWEEP,
 		O_PRESET,
 		O_HOT,
-		O_NO_PREFETCH
+		O_NO_PREFETCH,
+		O_PROCS
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -188,6 +192,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"preset", required_argument, 0, O_PRESET},
 	    {"hot-pages", required_argument, 0, O_HOT},
 	    {"no-prefetch", no_argument, 0, O_NO_PREFETCH},
+	    {"procs", no_argument, 0, O_PROCS},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
@@ -248,6 +253,9 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_NO_PREFETCH:
 			o->no_prefetch = true;
+			break;
+		case O_PROCS:
+			o->procs = true;
 			break;
 		case O_PRESET:
 			if (strcmp(optarg, "default") && strcmp(optarg, "contended"))
@@ -518,7 +526,7 @@ struct result {
 };
 
 struct sample {
-	struct rusage ru0, ru1;
+	struct rusage ru0, ru1, rc0, rc1; /* self, and reaped children (--procs) */
 	int perf_fd;
 	int64_t sys1;
 };
@@ -527,6 +535,7 @@ static void on_joined(struct bp_run *r)
 {
 	struct sample *sm = r->priv;
 	getrusage(RUSAGE_SELF, &sm->ru1);
+	getrusage(RUSAGE_CHILDREN, &sm->rc1);
 	sm->sys1 = syscall_counter_read(sm->perf_fd);
 }
 
@@ -548,14 +557,18 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	fprintf(stderr, "ursa-bufpool: round %d/%d %-12s %.1f s warm-up + %.1f s measured\n",
 		round + 1, res->rounds, engine_names[e], c->warmup, c->seconds);
 	getrusage(RUSAGE_SELF, &sm.ru0);
+	getrusage(RUSAGE_CHILDREN, &sm.rc0);
 	int64_t sys0 = syscall_counter_read(sm.perf_fd);
+	if (c->procs)
+		bp_arena_begin();
 	int rc = engine_fns[e](&r);
+	bp_arena_end();
 	if (sm.perf_fd >= 0)
 		close(sm.perf_fd);
 	if (r.skip) {
 		res->skip = r.skip;
 		fprintf(stderr, "ursa-bufpool: %s skipped: %s\n", engine_names[e], r.skip);
-		free(r.stats);
+		bp_free(r.stats);
 		return;
 	}
 	if (rc)
@@ -564,7 +577,7 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	struct bp_stats t = {0};
 	for (int i = 0; i < r.nstats; i++)
 		bp_stats_add(&t, &r.stats[i]);
-	free(r.stats);
+	bp_free(r.stats);
 	double secs = (double)(r.t_stop - r.t_measure) / 1e9;
 	double tps = secs > 0 ? (double)t.win_commits / secs : 0;
 	if (!res->ran) {
@@ -579,9 +592,11 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	res->tps_min = tps < res->tps_min ? tps : res->tps_min;
 	res->tps_max = tps > res->tps_max ? tps : res->tps_max;
 	res->csw +=
-	    (double)(sm.ru1.ru_nvcsw - sm.ru0.ru_nvcsw + sm.ru1.ru_nivcsw - sm.ru0.ru_nivcsw);
+	    (double)(sm.ru1.ru_nvcsw - sm.ru0.ru_nvcsw + sm.ru1.ru_nivcsw - sm.ru0.ru_nivcsw) +
+	    (double)(sm.rc1.ru_nvcsw - sm.rc0.ru_nvcsw + sm.rc1.ru_nivcsw - sm.rc0.ru_nivcsw);
 	res->cpu_us +=
-	    tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime);
+	    tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime) +
+	    tv_us(sm.rc0.ru_utime, sm.rc1.ru_utime) + tv_us(sm.rc0.ru_stime, sm.rc1.ru_stime);
 	if (sys0 >= 0 && sm.sys1 >= sys0)
 		res->sys += sm.sys1 - sys0;
 	else
@@ -907,6 +922,7 @@ int main(int argc, char **argv)
 	    .theta = o.theta,
 	    .unsafe = o.unsafe,
 	    .prefetch = !o.no_prefetch,
+	    .procs = o.procs,
 	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
 	};
 	c.nbufs = (uint32_t)(o.pool_pages > 0 ? (uint64_t)o.pool_pages : c.npages / 4);
@@ -939,6 +955,8 @@ int main(int argc, char **argv)
 		       c.nbufs, (unsigned long long)inflight);
 	c.nparts = 128; /* PostgreSQL's NUM_BUFFER_PARTITIONS */
 	bp_zipf_setup(&c);
+	if (o.procs) /* the pool's pages, and room for the rest (reserved lazily) */
+		bp_arena_create((size_t)c.nbufs * BP_PAGE_SIZE + (256u << 20));
 
 	/* Open the CSV now: a bad path should fail before the run, not after. */
 	FILE *csv = NULL;
@@ -977,9 +995,10 @@ int main(int argc, char **argv)
 		printf("  UNEQUAL concurrency: threads engines %d threads, ring %d in flight; ",
 		       o.workers, o.inflight);
 	else
-		printf("  %d transactions in flight for every engine (threads: %d threads; ring: "
-		       "%d loops); ",
-		       o.inflight, o.inflight, o.loops < o.inflight ? o.loops : o.inflight);
+		printf("  %d transactions in flight for every engine (threads: %d %s; ring: "
+		       "%d loop%s); ",
+		       o.inflight, o.inflight, o.procs ? "processes" : "threads",
+		       o.loops < o.inflight ? o.loops : o.inflight, o.procs ? " processes" : "s");
 	printf("%d CPUs; %s\n", cpus, alloc);
 	printf("  per engine: %d rounds of %.1f s warm-up + %.1f s measured, engines interleaved\n",
 	       o.rounds, c.warmup, c.seconds);

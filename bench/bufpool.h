@@ -67,6 +67,8 @@ struct bp_config {
 	int write_pct;	/* % of transactions that modify their last page */
 	double theta;	/* zipf skew */
 	bool unsafe;	/* self-test: writers take the content lock SHARED */
+	bool procs;	/* workers are forked processes over a MAP_SHARED pool,
+			 * process-shared locks (PostgreSQL's model) */
 	bool prefetch;	/* engines with async reads start a transaction by
 			 * starting the reads of all its pages (a read stream) */
 	/* the file and the pool */
@@ -236,6 +238,23 @@ int bp_engine_threads_aio(struct bp_run *r);
 int bp_engine_threads_aio_timed(struct bp_run *r);
 
 void *bp_alloc(size_t align, size_t size); /* zeroed; exits on failure */
+void bp_free(void *p);			   /* of bp_alloc's (a no-op in the arena) */
+/*
+ * --procs: while the arena is active, bp_alloc takes memory from one
+ * MAP_SHARED mapping made before any fork (so every pointer into it is
+ * valid in every worker process), and the pool's locks are initialised
+ * process-shared. bp_arena_begin resets it for an engine run; bp_arena_end
+ * makes bp_alloc use the heap again.
+ */
+void bp_arena_create(size_t size);
+void bp_arena_begin(void);
+void bp_arena_end(void);
+bool bp_shared(void);
+/* Fork n workers running fn(arg + i * stride); their pids in pids.
+ * Returns how many started. Each exits 0 after fn returns. */
+int bp_fork_workers(int n, void (*fn)(void *), void *arg, size_t stride, int *pids);
+/* Wait for them; returns how many did not exit 0. */
+int bp_wait_workers(int n, const int *pids);
 void bp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 #endif

@@ -9,6 +9,10 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void bp_die(const char *fmt, ...)
@@ -20,8 +24,88 @@ void bp_die(const char *fmt, ...)
 	exit(2);
 }
 
+static char *arena_base;
+static size_t arena_size, arena_used;
+static bool arena_on;
+
+void bp_arena_create(size_t size)
+{
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		bp_die("bufpool: mmap of a %zu-byte shared arena: %s\n", size, strerror(errno));
+	arena_base = m;
+	arena_size = size;
+}
+
+void bp_arena_begin(void)
+{
+	arena_used = 0;
+	arena_on = arena_base != NULL;
+}
+
+void bp_arena_end(void)
+{
+	arena_on = false;
+}
+
+bool bp_shared(void)
+{
+	return arena_on;
+}
+
+void bp_free(void *p)
+{
+	if (arena_base && (char *)p >= arena_base && (char *)p < arena_base + arena_size)
+		return;
+	free(p);
+}
+
+int bp_fork_workers(int n, void (*fn)(void *), void *arg, size_t stride, int *pids)
+{
+	fflush(NULL);
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+		if (p < 0) {
+			fprintf(stderr, "bufpool: fork: %s\n", strerror(errno));
+			return i;
+		}
+		if (p == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			fn((char *)arg + (size_t)i * stride);
+			_exit(0);
+		}
+		pids[i] = p;
+	}
+	return n;
+}
+
+int bp_wait_workers(int n, const int *pids)
+{
+	int bad = 0;
+	for (int i = 0; i < n; i++) {
+		int st;
+		while (waitpid(pids[i], &st, 0) < 0)
+			if (errno != EINTR) {
+				st = -1;
+				break;
+			}
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	return bad;
+}
+
 void *bp_alloc(size_t align, size_t size)
 {
+	if (arena_on) {
+		size_t at = (arena_used + align - 1) / align * align;
+		if (at + size > arena_size)
+			bp_die("bufpool: the shared arena (%zu bytes) is full\n", arena_size);
+		arena_used = at + size;
+		memset(arena_base + at, 0, size);
+		return arena_base + at;
+	}
 	size = (size + align - 1) / align * align; /* aligned_alloc wants a multiple */
 	void *p = aligned_alloc(align, size ? size : align);
 	if (!p)

@@ -44,7 +44,13 @@ typedef pthread_cond_t bp_cond_t;
 
 static inline void bp_mutex_init(bp_mutex_t *m)
 {
-	BP_CHECK("pthread_mutex_init", pthread_mutex_init(m, NULL));
+	pthread_mutexattr_t a;
+	BP_CHECK("pthread_mutexattr_init", pthread_mutexattr_init(&a));
+	if (bp_shared())
+		BP_CHECK("pthread_mutexattr_setpshared",
+			 pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED));
+	BP_CHECK("pthread_mutex_init", pthread_mutex_init(m, &a));
+	pthread_mutexattr_destroy(&a);
 }
 static inline int bp_mutex_destroy(bp_mutex_t *m)
 {
@@ -69,6 +75,9 @@ static inline void bp_rwlock_init(bp_rwlock_t *l)
 	BP_CHECK("pthread_rwlockattr_init", pthread_rwlockattr_init(&a));
 	BP_CHECK("pthread_rwlockattr_setkind_np",
 		 pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP));
+	if (bp_shared())
+		BP_CHECK("pthread_rwlockattr_setpshared",
+			 pthread_rwlockattr_setpshared(&a, PTHREAD_PROCESS_SHARED));
 	BP_CHECK("pthread_rwlock_init", pthread_rwlock_init(l, &a));
 	pthread_rwlockattr_destroy(&a);
 }
@@ -103,7 +112,13 @@ static inline void bp_rwlock_wrunlock(bp_rwlock_t *l)
 
 static inline void bp_cond_init(bp_cond_t *c)
 {
-	BP_CHECK("pthread_cond_init", pthread_cond_init(c, NULL));
+	pthread_condattr_t a;
+	BP_CHECK("pthread_condattr_init", pthread_condattr_init(&a));
+	if (bp_shared())
+		BP_CHECK("pthread_condattr_setpshared",
+			 pthread_condattr_setpshared(&a, PTHREAD_PROCESS_SHARED));
+	BP_CHECK("pthread_cond_init", pthread_cond_init(c, &a));
+	pthread_condattr_destroy(&a);
 }
 static inline int bp_cond_destroy(bp_cond_t *c)
 {
@@ -131,7 +146,7 @@ typedef ursa_cond_t bp_cond_t;
 
 static inline void bp_mutex_init(bp_mutex_t *m)
 {
-	BP_CHECK("ursa_mutex_init", ursa_mutex_init(m, 0));
+	BP_CHECK("ursa_mutex_init", ursa_mutex_init(m, bp_shared() ? URSA_SHARED : 0));
 }
 static inline int bp_mutex_destroy(bp_mutex_t *m)
 {
@@ -152,7 +167,7 @@ static inline void bp_mutex_unlock(bp_mutex_t *m)
 
 static inline void bp_rwlock_init(bp_rwlock_t *l)
 {
-	BP_CHECK("ursa_rwlock_init", ursa_rwlock_init(l, 0));
+	BP_CHECK("ursa_rwlock_init", ursa_rwlock_init(l, bp_shared() ? URSA_SHARED : 0));
 }
 static inline int bp_rwlock_destroy(bp_rwlock_t *l)
 {
@@ -185,7 +200,7 @@ static inline void bp_rwlock_wrunlock(bp_rwlock_t *l)
 
 static inline void bp_cond_init(bp_cond_t *c)
 {
-	BP_CHECK("ursa_cond_init", ursa_cond_init(c, 0));
+	BP_CHECK("ursa_cond_init", ursa_cond_init(c, bp_shared() ? URSA_SHARED : 0));
 }
 static inline int bp_cond_destroy(bp_cond_t *c)
 {

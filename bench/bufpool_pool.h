@@ -138,11 +138,11 @@ static long pool_destroy(struct pool *p)
 			fprintf(stderr, "bufpool: mapping partition %u: lock still busy\n", i);
 			bad++;
 		}
-	free(p->bucket);
-	free(p->parts);
-	free(p->mem);
-	free(p->bufs);
-	free(p);
+	bp_free(p->bucket);
+	bp_free(p->parts);
+	bp_free(p->mem);
+	bp_free(p->bufs);
+	bp_free(p);
 	return bad;
 }
 

@@ -621,13 +621,24 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-int bp_engine_ring(struct bp_run *r)
+static void loop_proc(void *arg)
 {
-	const struct bp_config *c = r->cfg;
+	loop_main(arg);
+}
+
+int bp_engine_ring(struct bp_run *r0)
+{
+	const struct bp_config *c = r0->cfg;
 	struct ursa_features f;
 	if (ursa_probe(&f) || !f.uring || !f.uring_futex) {
-		r->skip = "the kernel lacks io_uring futex operations (Linux 6.7+)";
+		r0->skip = "the kernel lacks io_uring futex operations (Linux 6.7+)";
 		return 0;
+	}
+	/* --procs: the loops are processes; the run (its phase) is shared. */
+	struct bp_run *r = r0;
+	if (c->procs) {
+		r = bp_alloc(BP_CACHELINE, sizeof(*r));
+		*r = *r0;
 	}
 	/* c->inflight transactions in all, spread over the loops (the first
 	 * inflight % loops loops get one more); never more loops than that. */
@@ -637,7 +648,8 @@ int bp_engine_ring(struct bp_run *r)
 	struct ring_shared sh = {.run = r, .pool = pool_create(c)};
 	for (unsigned i = 0; i < NWQ; i++) {
 		sh.wq[i] = bp_alloc(BP_CACHELINE, ursa_waitq_size(nslots));
-		BP_CHECK("ursa_waitq_init", ursa_waitq_init(sh.wq[i], nslots, 0));
+		BP_CHECK("ursa_waitq_init",
+			 ursa_waitq_init(sh.wq[i], nslots, bp_shared() ? URSA_SHARED : 0));
 	}
 	sh.wait_next = bp_alloc(BP_CACHELINE, nslots * sizeof(int32_t));
 
@@ -648,13 +660,13 @@ int bp_engine_ring(struct bp_run *r)
 
 	int started = 0, rc = 0;
 	uint32_t slot = 0;
-	for (; started < nloops; started++) {
-		struct loop *l = &loops[started];
-		int per = c->inflight / nloops + (started < c->inflight % nloops);
+	for (int li = 0; li < nloops; li++) {
+		struct loop *l = &loops[li];
+		int per = c->inflight / nloops + (li < c->inflight % nloops);
 		l->sh = &sh;
-		l->id = started;
-		l->s = &r->stats[started];
-		l->rng = bp_mix64(0x7a6e0000u + (uint64_t)started) | 1;
+		l->id = li;
+		l->s = &r->stats[li];
+		l->rng = bp_mix64(0x7a6e0000u + (uint64_t)li) | 1;
 		l->ntxn = per;
 		l->txns = bp_alloc(BP_CACHELINE, (size_t)per * sizeof(struct txn));
 		for (int i = 0; i < per; i++) {
@@ -665,14 +677,29 @@ int bp_engine_ring(struct bp_run *r)
 			t->pf = bp_alloc(8, (size_t)c->txn_pages * sizeof(*t->pf));
 			t->op.user_data = t;
 		}
-		rc = pthread_create(&l->tid, NULL, loop_main, l);
+	}
+	if (c->procs) {
+		int *pids = bp_alloc(8, (size_t)nloops * sizeof(int));
+		started = bp_fork_workers(nloops, loop_proc, loops, sizeof(*loops), pids);
+		if (started < nloops) {
+			rc = EAGAIN;
+			__atomic_store_n(&r->phase, BP_STOP, __ATOMIC_RELAXED);
+		} else {
+			bp_timeline(r);
+		}
+		if (bp_wait_workers(started, pids))
+			bp_die("bufpool: a loop process failed\n");
+		started = 0;
+	}
+	for (; started < nloops && !c->procs; started++) {
+		rc = pthread_create(&loops[started].tid, NULL, loop_main, &loops[started]);
 		if (rc) {
 			fprintf(stderr, "bufpool: pthread_create: %s\n", strerror(rc));
 			__atomic_store_n(&r->phase, BP_STOP, __ATOMIC_RELAXED);
 			break;
 		}
 	}
-	if (!rc)
+	if (!rc && !c->procs)
 		bp_timeline(r);
 	for (int i = 0; i < started; i++)
 		pthread_join(loops[i].tid, NULL);
@@ -682,14 +709,16 @@ int bp_engine_ring(struct bp_run *r)
 	r->problems += pool_destroy(sh.pool);
 	for (int i = 0; i < nloops; i++) {
 		for (int k = 0; k < loops[i].ntxn; k++) {
-			free(loops[i].txns[k].pages);
-			free(loops[i].txns[k].pf);
+			bp_free(loops[i].txns[k].pages);
+			bp_free(loops[i].txns[k].pf);
 		}
-		free(loops[i].txns);
+		bp_free(loops[i].txns);
 	}
-	free(loops);
+	bp_free(loops);
 	for (unsigned i = 0; i < NWQ; i++)
-		free(sh.wq[i]);
-	free(sh.wait_next);
+		bp_free(sh.wq[i]);
+	bp_free(sh.wait_next);
+	if (r != r0)
+		*r0 = *r;
 	return rc ? -rc : 0;
 }

@@ -30,6 +30,7 @@ struct tworker {
 	struct bp_stats *s;
 	uint64_t rng;
 	pthread_t tid;
+	int pid; /* --procs */
 };
 
 /* b is pinned; io: a read into it was in progress when it was pinned.
@@ -198,9 +199,20 @@ static void *tworker_main(void *arg)
 	return NULL;
 }
 
-int BP_THREADS_ENTRY(struct bp_run *r)
+static void tworker_proc(void *arg)
 {
-	const struct bp_config *c = r->cfg;
+	tworker_main(arg);
+}
+
+int BP_THREADS_ENTRY(struct bp_run *r0)
+{
+	const struct bp_config *c = r0->cfg;
+	/* --procs: the run (its phase) lives in the shared arena too. */
+	struct bp_run *r = r0;
+	if (c->procs) {
+		r = bp_alloc(BP_CACHELINE, sizeof(*r));
+		*r = *r0;
+	}
 	int n = c->workers;
 	struct pool *p = pool_create(c);
 	struct tworker *w = bp_alloc(BP_CACHELINE, (size_t)n * sizeof(*w));
@@ -209,13 +221,27 @@ int BP_THREADS_ENTRY(struct bp_run *r)
 	r->os_threads = n;
 
 	int started = 0, rc = 0;
-	for (; started < n; started++) {
-		w[started] = (struct tworker){
+	for (int i = 0; i < n; i++)
+		w[i] = (struct tworker){
 		    .run = r,
 		    .pool = p,
-		    .s = &r->stats[started],
-		    .rng = bp_mix64(0x5eed0000u + (uint64_t)started) | 1,
+		    .s = &r->stats[i],
+		    .rng = bp_mix64(0x5eed0000u + (uint64_t)i) | 1,
 		};
+	if (c->procs) {
+		int *pids = bp_alloc(8, (size_t)n * sizeof(int));
+		started = bp_fork_workers(n, tworker_proc, w, sizeof(*w), pids);
+		if (started < n) {
+			rc = EAGAIN;
+			__atomic_store_n(&r->phase, BP_STOP, __ATOMIC_RELAXED);
+		} else {
+			bp_timeline(r);
+		}
+		if (bp_wait_workers(started, pids))
+			bp_die("bufpool: a worker process failed\n");
+		started = 0;
+	}
+	for (; started < n && !c->procs; started++) {
 		rc = pthread_create(&w[started].tid, NULL, tworker_main, &w[started]);
 		if (rc) {
 			fprintf(stderr, "bufpool: pthread_create: %s\n", strerror(rc));
@@ -223,7 +249,7 @@ int BP_THREADS_ENTRY(struct bp_run *r)
 			break;
 		}
 	}
-	if (!rc)
+	if (!rc && !c->procs)
 		bp_timeline(r);
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].tid, NULL);
@@ -231,7 +257,9 @@ int BP_THREADS_ENTRY(struct bp_run *r)
 		r->joined(r);
 	r->flushed = pool_flush(p);
 	r->problems += pool_destroy(p);
-	free(w);
+	bp_free(w);
+	if (r != r0)
+		*r0 = *r;
 	return rc ? -rc : 0;
 }
 

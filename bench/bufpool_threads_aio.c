@@ -477,6 +477,11 @@ static int aio_engine(struct bp_run *r, bool timed)
 {
 	const struct bp_config *c = r->cfg;
 	struct ursa_features f;
+	if (c->procs) {
+		r->skip = "not with --procs (its watchdog reaps the stalled workers' rings, which "
+			  "needs them to be threads of one process)";
+		return 0;
+	}
 	if (ursa_probe(&f) || !f.uring) {
 		r->skip = "io_uring is not available";
 		return 0;
@@ -538,11 +543,11 @@ static int aio_engine(struct bp_run *r, bool timed)
 	r->flushed = pool_flush(sh.pool);
 	r->problems += pool_destroy(sh.pool);
 	for (int i = 0; i < n; i++) {
-		free(sh.w[i].pages);
-		free(sh.w[i].pf);
+		bp_free(sh.w[i].pages);
+		bp_free(sh.w[i].pf);
 	}
-	free(sh.w);
-	free(sh.io_owner);
+	bp_free(sh.w);
+	bp_free(sh.io_owner);
 	return rc ? -rc : 0;
 }
 
