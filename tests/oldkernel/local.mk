@@ -4,6 +4,9 @@
 # reason. Downloads the kernel package once into the build tree's
 # oldkernel/. See tests/oldkernel/run.sh.
 OLDKERNEL_SUITES = $(filter-out tests/tsan/tsan_driver,$(check_PROGRAMS))
+# scripts/deps.sh --oldkernel first installs qemu, busybox-static and cpio
+# when they are missing (a fresh machine runs the test instead of skipping).
 check-oldkernel: lib/libursa.la $(check_PROGRAMS)
+	bash '$(abs_top_srcdir)/scripts/deps.sh' --oldkernel
 	$(SHELL) '$(abs_top_srcdir)/tests/oldkernel/run.sh' '$(abs_top_builddir)' $(OLDKERNEL_SUITES)
 EXTRA_DIST += tests/oldkernel/run.sh
