@@ -20,9 +20,22 @@ bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs)
 	return now.tv_sec > abs->tv_sec || (now.tv_sec == abs->tv_sec && now.tv_nsec >= abs->tv_nsec);
 }
 
-static int64_t ts_ns(const struct timespec *t)
+/* *t = now on clk + URSA_HANDED_SLEEP_MS. Kept in seconds and nanoseconds,
+ * never turned into one nanosecond count: a caller's deadline may be near
+ * the largest time_t ("forever"), and tv_sec * 1e9 would overflow. */
+static void bound_from_now(clockid_t clk, struct timespec *t)
 {
-	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+	clock_gettime(clk, t);
+	t->tv_nsec += (long)URSA_HANDED_SLEEP_MS * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_nsec -= 1000000000L;
+		t->tv_sec++;
+	}
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
 /* Sleep as the step asked: one futex word, or every word of a wait-any. */
@@ -49,15 +62,9 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		const struct timespec *dl = abs;
 		struct timespec bound;
 		if (wt.bounded) {
-			struct timespec now;
-			int64_t lim = (int64_t)URSA_HANDED_SLEEP_MS * 1000000;
-			clock_gettime(clk, &now);
-			if (!abs || ts_ns(abs) - ts_ns(&now) > lim) {
-				int64_t t = ts_ns(&now) + lim;
-				bound.tv_sec = (time_t)(t / 1000000000);
-				bound.tv_nsec = (long)(t % 1000000000);
+			bound_from_now(clk, &bound);
+			if (!abs || ts_before(&bound, abs))
 				dl = &bound;
-			}
 		}
 		r = sleep_on(&wt, clk, dl);
 		w->slept = 1;

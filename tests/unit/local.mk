@@ -2,8 +2,8 @@
 if HAVE_CRITERION
 UNIT_TESTS = \
 	tests/unit/async \
-	tests/unit/async_cqe \
 	tests/unit/cond \
+	tests/unit/deadline \
 	tests/unit/event \
 	tests/unit/mutex \
 	tests/unit/probe \
@@ -14,7 +14,6 @@ UNIT_TESTS = \
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
-if ENABLE_SHIM
 # The pthread shim's suites: linked to the shim first, so its pthread_*
 # come before libc's.
 SHIM_UNIT_TESTS = \
@@ -29,16 +28,13 @@ tests_unit_shim_cond_LDADD = $(SHIM_TEST_LDADD)
 tests_unit_shim_mutex_LDADD = $(SHIM_TEST_LDADD)
 tests_unit_shim_rwlock_LDADD = $(SHIM_TEST_LDADD)
 tests_unit_shim_sem_LDADD = $(SHIM_TEST_LDADD)
-endif ENABLE_SHIM
-endif HAVE_CRITERION
+endif
 noinst_HEADERS += tests/unit/shim_test.h
 
 # The shim under ThreadSanitizer: plain C (no Criterion), so it also runs in
 # a --enable-sanitizers=thread build: make check TESTS=tests/unit/shim_tsan
-if ENABLE_SHIM
 check_PROGRAMS += tests/unit/shim_tsan
 TESTS += tests/unit/shim_tsan
 tests_unit_shim_tsan_LDADD = lib/shim/libursa-pthread.la $(PTHREAD_LIBS) -ldl
 # It names none of the shim's symbols (dlsym finds them): keep the shim linked.
 tests_unit_shim_tsan_LDFLAGS = $(AM_LDFLAGS) -Wl,--no-as-needed
-endif
