@@ -8,8 +8,8 @@ Usage: scripts/deps.sh [-h|--help] [--oldkernel] [--perf] [--] [PACKAGE ...]
 Installs (apt-get, as root or through sudo) what is missing of the packages
 ursa's build, tests and benchmarks use: the toolchain, liburing, Criterion,
 autoconf-archive, systemtap-sdt-dev, the bench baselines (jemalloc, nsync,
-Concurrency Kit, Abseil), spin, gnuplot, pigz and zstd. Installs nothing
-when everything is there.
+Concurrency Kit, Abseil), spin, gnuplot, pigz, zstd, groff and man-db (the
+man page checks). Installs nothing when everything is there.
 
   --oldkernel  also what `make check-oldkernel` needs: qemu-system-x86,
                busybox-static, cpio, file, and apt lists that offer Debian
@@ -22,7 +22,7 @@ USAGE
 pkgs=(build-essential autoconf automake libtool pkg-config autoconf-archive
       liburing-dev libcriterion-dev systemtap-sdt-dev
       libjemalloc-dev libnsync-dev libck-dev libabsl-dev g++
-      gnuplot-nox spin pigz zstd)
+      gnuplot-nox spin pigz zstd groff-base man-db)
 oldkernel=0
 while [ $# -gt 0 ]; do
 	case $1 in
