@@ -89,6 +89,8 @@ static inline void ursa_k_sqe_finish(struct io_uring_sqe *sqe, uint64_t user_dat
  * room. Every SQE lib/ queues comes through here. */
 static inline bool ursa_k_get_sqes(struct io_uring *r, struct io_uring_sqe **sqe, unsigned n)
 {
+	if (n == 1)
+		return (sqe[0] = io_uring_get_sqe(r)) != NULL;
 	if (io_uring_sq_space_left(r) < n)
 		return false;
 	for (unsigned i = 0; i < n; i++) {
