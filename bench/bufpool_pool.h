@@ -202,10 +202,16 @@ static inline void map_parts(struct pool *p, int64_t page, int64_t old, uint32_t
 
 /* pins is written under the header lock, and read without it by the sweep
  * (only to skip pinned buffers quickly), hence the atomic store. */
+/* GCC 12 warns, where this is inlined deep into a worker's loop, that the
+ * store writes into "a region of size 0" (b is never NULL: a pinned buffer
+ * of the pool): a known false positive of -Wstringop-overflow. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
 static inline void buf_set_pins(struct buf *b, uint32_t n)
 {
 	__atomic_store_n(&b->pins, n, __ATOMIC_RELAXED);
 }
+#pragma GCC diagnostic pop
 
 /* Pin b, found through the mapping (the caller holds its partition, so b
  * is still mapped to the page). Returns whether a read into b is in

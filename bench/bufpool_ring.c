@@ -46,11 +46,6 @@
 #define BP_LOCKS_URSA 1
 #include "bench/bufpool_pool.h"
 
-/* GCC 12 warns that buf_unpin() of a victim (never NULL: pool_sweep's
- * result) writes into "a region of size 0" when txn_run is inlined into
- * loop_main: a known false positive of -Wstringop-overflow. */
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-
 #include <liburing.h>
 #include <pthread.h>
 #include <ursa/async.h>
