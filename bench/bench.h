@@ -27,8 +27,11 @@
 #define URSA_BENCH_HAVE_COND   1
 #define URSA_BENCH_HAVE_WAITQ  1
 #define URSA_BENCH_HAVE_ASYNC  1
-/* abseil's absl::Mutex (bench/absl_adapter.cc): 1 when configure found it. */
-#ifndef URSA_BENCH_HAVE_ABSL
+/* abseil's absl::Mutex (bench/absl_adapter.cc, built when configure found
+ * it: HAVE_ABSL in config.h). */
+#ifdef HAVE_ABSL
+#define URSA_BENCH_HAVE_ABSL 1
+#else
 #define URSA_BENCH_HAVE_ABSL 0
 #endif
 

@@ -32,6 +32,13 @@ if HAVE_CK
 bench_ursa_bench_CFLAGS += $(CK_CFLAGS)
 bench_ursa_bench_LDADD += $(CK_LIBS)
 endif
+# abseil's absl::Mutex (contention scenario) through a small C++ adapter;
+# with it the bench links with the C++ driver.
+if HAVE_ABSL
+bench_ursa_bench_SOURCES += bench/absl_adapter.cc
+bench_ursa_bench_CXXFLAGS = $(AM_CXXFLAGS) $(ABSL_CFLAGS)
+bench_ursa_bench_LDADD += $(ABSL_LIBS)
+endif
 # jemalloc is the allocator of the bench programs when configure found it.
 if HAVE_JEMALLOC
 bench_ursa_bench_CFLAGS += $(JEMALLOC_CFLAGS)
