@@ -7,7 +7,7 @@
 TEST_EXTENSIONS += .check
 CHECK_LOG_COMPILER = env CC='$(CC)' CXX='$(CXX)' MAKE='$(MAKE)' \
 	top_srcdir='$(top_srcdir)' top_builddir='$(abs_top_builddir)' \
-	prefix='$(prefix)' libdir='$(libdir)' mandir='$(mandir)' \
+	prefix='$(prefix)' libdir='$(libdir)' mandir='$(mandir)' docdir='$(docdir)' \
 	pkgconfigdir='$(pkgconfigdir)' SAN_FLAGS='$(SAN_CFLAGS) $(SAN_LDFLAGS)' $(SHELL)
 TESTS += tests/headers/compile.check
 EXTRA_DIST += tests/headers/compile.check
