@@ -34,7 +34,6 @@
  */
 #include "lib/shim/shim.h"
 
-#include <sched.h>
 #include <string.h>
 
 typedef int (*mutex_fn)(pthread_mutex_t *);
@@ -65,17 +64,21 @@ SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *att
 SHIM_API int pthread_cond_destroy(pthread_cond_t *pc)
 {
 	struct shim_cond *c = shim_cond(pc);
+	unsigned round = 0;
 	int r;
 	/* Woken waiters may still be on their way out (POSIX lets the program
 	 * destroy a condvar right after a broadcast): wait for them, as glibc
-	 * does. They leave without needing anything from us. */
+	 * does. They leave without needing anything from us; we sleep on the
+	 * count that changes as they go (bridged, or ursa's waiter count). */
 	for (;;) {
-		if (!__atomic_load_n(&c->bridged, __ATOMIC_ACQUIRE)) {
-			r = ursa_cond_destroy(&c->c);
-			if (r != -EBUSY)
-				break;
+		if (__atomic_load_n(&c->bridged, __ATOMIC_ACQUIRE)) {
+			shim_destroy_wait(&c->bridged, &round);
+			continue;
 		}
-		sched_yield();
+		r = ursa_cond_destroy(&c->c);
+		if (r != -EBUSY)
+			break;
+		shim_destroy_wait(&c->c.__waiters, &round);
 	}
 	return -r;
 }

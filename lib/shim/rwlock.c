@@ -35,7 +35,6 @@
  */
 #include "lib/shim/shim.h"
 
-#include <sched.h>
 #include <string.h>
 
 #define RW_WRITER 0x80000000u
@@ -88,8 +87,9 @@ SHIM_API int pthread_rwlock_destroy(pthread_rwlock_t *pl)
 	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) != 0)
 		return EBUSY;
 	/* An unlock that woke sleepers may still hold mx for a moment. */
+	unsigned round = 0;
 	while ((r = ursa_mutex_destroy(&l->mx)) == -EBUSY)
-		sched_yield();
+		shim_destroy_wait(&l->mx.__word, &round);
 	return -(r ? r : ursa_cond_destroy(&l->cv));
 }
 

@@ -176,6 +176,13 @@ enum shim_real {
 
 SHIM_HIDDEN void *shim_real(enum shim_real which);
 
+/* Wait a little for *word to change, for a destroy waiting on waiters to
+ * leave: the first calls (round 0-3) yield, later ones sleep on the word (a
+ * futex wait, through ursa's kernel/ layer) for 10 us, doubling to 1 ms; a
+ * change before the sleep ends it at once. Nobody wakes the word, so a
+ * waiter that never leaves costs a wakeup a millisecond, not a CPU. */
+SHIM_HIDDEN void shim_destroy_wait(uint32_t *word, unsigned *round);
+
 /* ---------------------------------------------------------------- counters */
 
 /*
