@@ -516,7 +516,7 @@ struct result {
 	uint64_t scanned, flushed;
 	bool consistent; /* every round's check passed */
 	int stalls;	 /* rounds the engine's watchdog found deadlocked */
-	char stall[440]; /* the first one's report */
+	char stall[740]; /* the first one's report */
 	char why[200];	 /* the first failure, or the last success */
 	/* derived by finish_result() */
 	double tps, p50_us, p99_us, max_us;

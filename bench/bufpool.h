@@ -203,7 +203,7 @@ struct bp_run {
 	uint64_t flushed; /* dirty buffers written back after the run */
 	long problems;	  /* pool not quiescent at the end (see pool_destroy) */
 	int stalls;	  /* the engine's watchdog found it stalled (threads-aio) */
-	char stall[400];  /* what it found */
+	char stall[700];  /* what it found */
 	/* called by the engine right after its workers are joined, before it
 	 * flushes and destroys the pool: bufpool.c samples the counters. */
 	void (*joined)(struct bp_run *);

@@ -400,7 +400,7 @@ static void watchdog_report(struct aio_shared *sh, double at_s)
 {
 	struct bp_run *r = sh->run;
 	int nlock = 0, nio = 0, unreaped = 0, owners = 0;
-	char ex[200] = "";
+	char ex[400] = "";
 	for (int i = 0; i < sh->n; i++) {
 		struct aworker *w = &sh->w[i];
 		int st = __atomic_load_n(&w->state, __ATOMIC_RELAXED);
@@ -410,22 +410,44 @@ static void watchdog_report(struct aio_shared *sh, double at_s)
 		unreaped += pend;
 		if (st == AW_LOCK && pend)
 			owners++;
-		/* A cycle of two: i waits for a lock held by j, who waits for
-		 * a read in i's ring. */
+		/* The chain from i: what each worker waits for, and who would
+		 * end that wait (a lock's holder, a read's ring), until a worker
+		 * comes round again (the cycle) or 6 hops. */
 		if (st != AW_LOCK || !pend || ex[0])
 			continue;
-		for (int j = 0; j < sh->n; j++) {
-			struct aworker *x = &sh->w[j];
-			if (__atomic_load_n(&x->hot_held, __ATOMIC_RELAXED) == w->wait_page &&
-			    __atomic_load_n(&x->state, __ATOMIC_RELAXED) == AW_IO &&
-			    x->wait_owner == i) {
-				snprintf(ex, sizeof(ex),
-					 "; e.g. worker %d waits for hot page %lld's lock holding "
-					 "un-reaped read(s); worker %d holds that lock and waits for "
-					 "page %lld, read by worker %d's ring",
-					 i, (long long)w->wait_page, j, (long long)x->wait_page, i);
+		int len = snprintf(ex, sizeof(ex), "; e.g. worker %d", i);
+		int cur = i, seen[8], nseen = 0;
+		for (int hop = 0; hop < 6 && len < (int)sizeof(ex) - 90; hop++) {
+			seen[nseen++] = cur;
+			struct aworker *c = &sh->w[cur];
+			int cs = __atomic_load_n(&c->state, __ATOMIC_RELAXED);
+			int next = -1;
+			if (cs == AW_LOCK) {
+				for (int x = 0; x < sh->n && next < 0; x++)
+					if (__atomic_load_n(&sh->w[x].hot_held, __ATOMIC_RELAXED) ==
+					    c->wait_page)
+						next = x;
+				len += snprintf(ex + len, sizeof(ex) - (size_t)len,
+						" waits for hot page %lld's lock, held by worker %d;"
+						" worker %d",
+						(long long)c->wait_page, next, next);
+			} else if (cs == AW_IO) {
+				next = c->wait_owner;
+				len += snprintf(ex + len, sizeof(ex) - (size_t)len,
+						" waits for page %lld's read in worker %d's ring;"
+						" worker %d",
+						(long long)c->wait_page, next, next);
+			}
+			bool again = false;
+			for (int x = 0; x < nseen; x++)
+				again |= seen[x] == next;
+			if (next < 0 || again) {
+				if (again)
+					len += snprintf(ex + len, sizeof(ex) - (size_t)len,
+							" again: a cycle");
 				break;
 			}
+			cur = next;
 		}
 	}
 	r->stalls++;
