@@ -2,129 +2,132 @@
 /*
  * lib/mutex.c — the 4-byte mutex.
  *
- * The word (one futex, 32 bits):
+ * One futex word. Uncontended it is 0 (or SHARED): lock 0 -> LOCKED and
+ * unlock LOCKED -> 0 are one inline compare-and-swap each
+ * (include/ursa/mutex.h); everything else comes here. Drepper's futex mutex
+ * ("Futexes Are Tricky") with the sleepers mark split from the lock bit and
+ * nsync's designated waker: an unlock wakes only when a wake can matter.
  *
- *   bit 31      SHARED   process-shared (constant after init)
- *   bits 3-30   COUNT    registered waiters: every waiter whose step
- *                        said WAIT, until it takes the lock or gives up
- *   bit 2       REQ      a starving ring waiter asks for a hand-off
- *   bits 0-1    state    0 FREE, 1 LOCKED, 2 CONTENDED, 3 HANDED
+ * Transitions (every one a CAS on the word):
+ *   newcomer:   free -> LOCKED (SLEEPERS and WOKEN left as they are).
+ *   waiter:     registers (COUNT + 1) in the CAS that makes it sleep,
+ *               deregisters in the CAS that takes the lock or gives up.
+ *               Before sleeping it sets SLEEPERS; taking with other waiters
+ *               registered it sets SLEEPERS too (its unlock sees to them);
+ *               once it has slept, each step clears WOKEN (it may be the
+ *               woken one). A waiter that has waited URSA_FAIR_NS, or a ring
+ *               waiter that lost URSA_HANDOFF_AFTER races, sets REQ.
+ *   unlock:     REQ: -> HANDED, wake 1 (the hand-off); SLEEPERS and not
+ *               WOKEN: -> free, clear SLEEPERS, set WOKEN, wake 1; else
+ *               -> free, no wake (nobody asleep, or the woken waiter has
+ *               not run yet and will see to the others when it does).
+ *   HANDED:     only a registered or slept waiter claims it (-> LOCKED);
+ *               newcomers cannot barge. Nobody left to claim it: -> free.
+ *   COUNT 0:    SLEEPERS, WOKEN and REQ are cleared (nobody waits).
  *
- *   FREE       unlocked.
- *   LOCKED     locked, no waiter registered: unlock needs no wake.
- *   CONTENDED  locked, waiters may sleep: unlock must wake one.
- *   HANDED     locked on behalf of the waiters: the first registered or
- *              woken waiter to step claims it (HANDED -> CONTENDED).
- *              Newcomers treat it as locked, so they cannot barge.
+ * Invariant (no lost wakeup): every waiter asleep on the word is seen to by
+ * SLEEPERS (the holder's unlock wakes), by WOKEN (a woken waiter will step
+ * and set SLEEPERS again), by HANDED (its claimer sets SLEEPERS), or by an
+ * unlocker between its CAS and its wake. If that wake finds nobody asleep,
+ * the unlocker clears WOKEN again (m_fixup). The proof is the spin model
+ * tests/models/mutex.pml (threads, a cancellable ring waiter, wait-any
+ * pass-on), checked exhaustively by make check.
  *
- * Uncontended, the word is 0 (or SHARED): lock and unlock are one inline
- * compare-and-swap each (include/ursa/mutex.h). Anything else goes out of
- * line. This is Drepper's three-state mutex ("Futexes Are Tricky", mutex3)
- * plus a hand-off state and a waiter count. Transitions:
- *
- *   lock fast:   0 -> LOCKED                           (inline CAS)
- *   unlock fast: LOCKED -> 0                           (inline CAS)
- *   waiter step: FREE -> LOCKED, or CONTENDED when COUNT (less itself) > 0;
- *                LOCKED -> CONTENDED, then sleep while word == that value;
- *                HANDED -> CONTENDED if registered or it has slept (claim),
- *                else sleep on HANDED;
- *                it registers (COUNT + 1) in the CAS that announces it and
- *                deregisters in the CAS that takes the lock; a ring waiter
- *                that has lost URSA_HANDOFF_AFTER races also sets REQ.
- *   unlock slow: CONTENDED -> FREE, wake 1;
- *                CONTENDED|REQ -> HANDED, wake 1. If the wake found nobody
- *                asleep: COUNT 0 -> take it back (HANDED -> FREE, wake 1);
- *                COUNT > 0 -> keep it: the requester is a registered ring
- *                waiter between two waits (its CQE on its way), and claims
- *                it at its next step.
- *   abandon:     deregister; a requester also clears REQ. If that leaves a
- *                HANDED lock with COUNT 0, or the abandoner was the
- *                requester, take the hand-off back.
- *
- * Why no wakeup is lost: a waiter sleeps only on a value it saw or stored,
- * with state CONTENDED or HANDED; the kernel compares it under the
- * hash-bucket lock, so an unlock that changes the word first makes the
- * sleep return -EAGAIN, and an unlock after it finds the waiter queued and
- * wakes it. Every sleeper is registered, so COUNT > 0 while anyone may
- * sleep, and a locker that takes a FREE lock then stores CONTENDED: its
- * unlock wakes the next. (With COUNT 0 it stores LOCKED, so the last
- * waiter's unlock makes no wake syscall.) A HANDED lock is never stranded:
- * the unlocker woke a sleeper (whose next step claims it — a woken thread or
- * ring waiter always steps), or the registered requester will step and
- * claim it, or the requester gave up and took it back, or COUNT is 0 and the
- * unlocker took it back.
- *
- * Ring waiters (lib/async.c) run the same step: their FUTEX_WAIT SQE
- * sleeps on the same value, and a woken ring waiter stores CONTENDED like a
- * woken thread, so the next sleeper's wake is never lost. Starvation: a
- * ring waiter's wake reaches it late (CQE, task_work, the loop's turn), and
- * under churn its re-armed FUTEX_WAIT often finds the word already changed
- * (-EAGAIN), so it is rarely asleep when an unlock wakes; without help it
- * loses every race to running threads. Ring waiters count as having slept
- * from their first step (they may claim a hand-off, and never sleep on
- * HANDED), and after URSA_HANDOFF_AFTER lost races one sets REQ: the next
- * unlock hands the lock to a sleeper or keeps it HANDED until the ring
- * waiter's next step claims it. Running threads cannot take a HANDED lock,
- * so a starving ring waiter gets the lock within a few unlocks —
- * parking_lot's eventual fairness, counted in lost races instead of time.
- * Blocked threads do not ask for hand-offs: the kernel queues them in FIFO
- * order and an unlock wakes the oldest, as with glibc.
- *
- * The spin model tests/models/mutex.pml checks these rules exhaustively
- * for three lockers (threads and a ring waiter that may be cancelled);
- * it found a hang in an earlier version (a newcomer asleep on HANDED
- * counted as a claimer).
- *
- * Limits: a registered waiter that vanishes without giving up — its process
- * killed, or its io_uring torn down with the wait in flight — leaves COUNT
- * raised (destroy then says -EBUSY; unlocks make a spare wake), and if it
- * was a requester, a hand-off may wait for a claim that never comes.
- * Blocked threads recover from that by themselves (a sleep on HANDED is
- * bounded to URSA_HANDED_SLEEP_MS; after it they have slept and claim it),
- * and ring lockers claim a HANDED lock at once; a wait-any in a ring has no
- * such bound. Re-initialise a mutex whose ring was torn down with lock ops
- * in flight.
+ * Limits: a registered waiter that vanishes without giving up (its process
+ * killed, its ring torn down with the wait in flight) leaves COUNT raised
+ * (destroy says -EBUSY), and if it was the woken one or the hand-off's
+ * claimer, the others wait for it: blocked threads that sleep while WOKEN
+ * or HANDED is set bound that sleep (URSA_HANDED_SLEEP_MS) and then take
+ * its place; ring waiters do not. Re-initialise such a mutex.
  */
 #include "lib/internal.h"
 
-#define M_SHARED URSA__MUTEX_SHARED
-#define M_REQ 0x4u
-#define M_STATE 0x3u
-#define M_FREE 0u
-#define M_LOCKED 1u
-#define M_CONTENDED 2u
-#define M_HANDED 3u
-#define M_CNT_ONE 0x8u
-#define M_CNT 0x7ffffff8u
+#include <sched.h>
 
-/* Lost races before a waiter asks for a hand-off. */
+#define M_SHARED URSA__MUTEX_SHARED /* bit 31: process-shared (constant) */
+#define M_CNT 0x7fffffe0u	    /* bits 5-30: registered waiters */
+#define M_CNT_ONE 0x20u
+#define M_REQ 0x10u	 /* a waiter asks for a hand-off */
+#define M_HANDED 0x8u	 /* held for the registered waiters */
+#define M_WOKEN 0x4u	 /* a woken waiter has not stepped yet */
+#define M_SLEEPERS 0x2u	 /* a waiter may sleep: unlock must wake one */
+#define M_LOCKED 0x1u	 /* held */
+#define M_HELD (M_LOCKED | M_HANDED)
+
+/* Lost races before a ring waiter asks for a hand-off. */
 #define URSA_HANDOFF_AFTER 2
+/* Waiting time after which any waiter asks for a hand-off. */
+#define URSA_FAIR_NS 1000000
+/* Newcomer spin: rounds of PAUSE, then rounds of sched_yield, and only
+ * while no waiter sleeps. */
+#define URSA_SPIN_PAUSE 4
+#define URSA_SPIN_YIELD 4
+
+/* Mutex-private flags in struct ursa_waiter.aux beside URSA_W_RING/REQ;
+ * bits 8-31 hold when the waiter first waited, in 2^16 ns units. */
+#define M_W_STAMPED 0x4u
+#define M_W_SHIFT 8
+#define M_W_UNIT_SHIFT 16
 
 _Static_assert(sizeof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4 bytes");
 _Static_assert(_Alignof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4-byte aligned");
+_Static_assert(URSA__MUTEX_SHARED == 0x80000000u, "the shared flag is bit 31");
 
 static inline bool m_shared(uint32_t v)
 {
 	return v & M_SHARED;
 }
 
-/* The state a locker stores when it takes a FREE lock (v without its own
- * registration): CONTENDED while other waiters are registered. */
-static inline uint32_t m_taken(uint32_t v)
+/* Tidy a new value: with nobody registered nobody sleeps or asks. */
+static inline uint32_t m_tidy(uint32_t n)
 {
-	return (v & M_CNT) ? M_CONTENDED : M_LOCKED;
+	return (n & M_CNT) ? n : n & ~(M_SLEEPERS | M_WOKEN | M_REQ);
 }
 
-/* A HANDED lock nobody is going to claim goes back to FREE; wake one
- * sleeper (one that slept on HANDED meanwhile, or any other). Unless
- * `force`, only when no waiter is registered (a registered ring requester
- * in transit will claim it). */
+static void m_fixup(ursa_mutex_t *m);
+
+/* We set WOKEN (and cleared SLEEPERS): wake one, and if nobody was asleep
+ * take WOKEN back. */
+static void m_wake_designated(ursa_mutex_t *m, bool sh)
+{
+	if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
+		m_fixup(m);
+}
+
+/* Our wake after setting WOKEN found nobody asleep: nobody will clear it.
+ * Sleepers since our CAS set SLEEPERS themselves; if the lock is free with
+ * SLEEPERS set, one of them slept and was not woken (its holder's unlock
+ * saw WOKEN): wake again, keeping WOKEN. Each round needs a new sleeper,
+ * so this ends. */
+static void m_fixup(ursa_mutex_t *m)
+{
+	uint32_t v = ld_relaxed(&m->__word);
+	while (v & M_WOKEN) {
+		if (!(v & M_HELD) && (v & M_SLEEPERS)) {
+			if (!cas_relaxed(&m->__word, &v, v & ~M_SLEEPERS))
+				continue;
+			if (ursa_k_futex_wake(&m->__word, 1, m_shared(v)) > 0)
+				return;
+			v = ld_relaxed(&m->__word);
+			continue;
+		}
+		if (cas_relaxed(&m->__word, &v, m_tidy(v & ~M_WOKEN)))
+			return;
+	}
+}
+
+/* Free a HANDED lock nobody is going to claim. Unless `force`, only when no
+ * waiter is registered (a registered waiter in transit will claim it). */
 static void m_take_back(ursa_mutex_t *m, bool force)
 {
 	uint32_t v = ld_relaxed(&m->__word);
-	while ((v & M_STATE) == M_HANDED && (force || !(v & M_CNT))) {
-		if (cas_rel(&m->__word, &v, v & ~M_STATE)) {
-			ursa_k_futex_wake(&m->__word, 1, m_shared(v));
+	while ((v & M_HANDED) && (force || !(v & M_CNT))) {
+		uint32_t n = m_tidy(v & ~M_HANDED);
+		if (n & M_CNT)
+			n = (n & ~M_SLEEPERS) | M_WOKEN;
+		if (cas_rel(&m->__word, &v, n)) {
+			if (n & M_CNT)
+				m_wake_designated(m, m_shared(v));
 			return;
 		}
 	}
@@ -142,7 +145,7 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 {
 	if (!m)
 		return -EINVAL;
-	return (ld_acquire(&m->__word) & (M_STATE | M_CNT)) == 0 ? 0 : -EBUSY;
+	return (ld_acquire(&m->__word) & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
 }
 
 static int mutex_take(void *obj, struct ursa_waiter *w)
@@ -150,20 +153,42 @@ static int mutex_take(void *obj, struct ursa_waiter *w)
 	ursa_mutex_t *m = obj;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
-		uint32_t s = v & M_STATE, dereg = w->registered ? M_CNT_ONE : 0;
-		if (s == M_FREE) {
-			if (cas_acq(&m->__word, &v, (v - dereg) | m_taken(v - dereg)))
-				break;
-		} else if (s == M_HANDED && (w->registered || w->slept)) {
-			if (cas_acq(&m->__word, &v, ((v - dereg) & ~M_STATE) | M_CONTENDED))
-				break;
-		} else {
+		bool claim = (v & M_HANDED) && (w->registered || w->slept);
+		if ((v & M_HELD) && !claim)
 			return -EBUSY;
-		}
+		uint32_t n = (v - (w->registered ? M_CNT_ONE : 0)) & ~M_HANDED;
+		n |= M_LOCKED;
+		if (w->registered && w->slept)
+			n &= ~M_WOKEN; /* we may be the woken one: our turn is over */
+		if (w->aux & URSA_W_REQ)
+			n &= ~M_REQ;
+		/* Taking it while others wait (or claiming a hand-off, whose
+		 * unlock cleared SLEEPERS): our unlock must see to them. */
+		if ((w->registered || claim) && (n & M_CNT))
+			n |= M_SLEEPERS;
+		if (cas_acq(&m->__word, &v, m_tidy(n)))
+			break;
 	}
 	w->registered = 0;
-	w->aux &= ~URSA_W_REQ;
+	w->aux &= ~(URSA_W_REQ | M_W_STAMPED);
 	return 0;
+}
+
+/* Should this waiter ask for a hand-off now? */
+static bool m_wants_handoff(struct ursa_waiter *w)
+{
+	if ((w->aux & URSA_W_RING) && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
+		return true;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint32_t now = (uint32_t)((((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >>
+				   M_W_UNIT_SHIFT) & (0xffffffu));
+	if (!(w->aux & M_W_STAMPED)) {
+		w->aux = (w->aux & ((1u << M_W_SHIFT) - 1)) | M_W_STAMPED | (now << M_W_SHIFT);
+		return false;
+	}
+	uint32_t since = (now - (w->aux >> M_W_SHIFT)) & 0xffffffu;
+	return since >= (URSA_FAIR_NS >> M_W_UNIT_SHIFT);
 }
 
 static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
@@ -171,31 +196,32 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	ursa_mutex_t *m = obj;
 	if (mutex_take(m, w) == 0)
 		return URSA_STEP_DONE;
+	bool req = false, asked = false;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
-		uint32_t s = v & M_STATE, want;
-		if (s == M_FREE || (s == M_HANDED && (w->registered || w->slept))) {
+		if (!(v & M_HELD) || ((v & M_HANDED) && (w->registered || w->slept))) {
 			if (mutex_take(m, w) == 0)
 				return URSA_STEP_DONE;
 			v = ld_relaxed(&m->__word);
 			continue;
 		}
-		/* Locked: announce ourselves (CONTENDED, registered), ask for a
-		 * hand-off (REQ) after losing enough races if we are a ring
-		 * waiter, then sleep on exactly the value we stored or saw.
-		 * Every sleeper is registered, so COUNT > 0 whenever anyone
-		 * may sleep. A blocked thread that sleeps on HANDED bounds its
-		 * sleep: if the hand-off's claimer vanished (a killed process,
-		 * a torn-down ring), it costs a delay, not a deadlock — after
-		 * it the thread has slept and claims the lock itself. */
-		want = s == M_HANDED ? v : (v & ~M_STATE) | M_CONTENDED;
-		bool req = s != M_HANDED && (w->aux & URSA_W_RING) && w->slept &&
-			   w->losses + 1 >= URSA_HANDOFF_AFTER;
-		if (req)
-			want |= M_REQ;
+		/* Held: announce ourselves (SLEEPERS, registered), ask for a
+		 * hand-off if we have waited long enough, and sleep on exactly
+		 * the value we stored. Once we have slept we may be the woken
+		 * waiter: clear WOKEN (SLEEPERS, set here, now sees to the
+		 * others). A newcomer sleeping on HANDED waits for the claimer. */
+		uint32_t n = v | M_SLEEPERS;
 		if (!w->registered)
-			want += M_CNT_ONE;
-		if (want != v && !cas_relaxed(&m->__word, &v, want))
+			n += M_CNT_ONE;
+		if (w->registered && w->slept)
+			n &= ~M_WOKEN;
+		if (!(v & M_HANDED) && !asked) {
+			req = m_wants_handoff(w);
+			asked = true;
+		}
+		if (req)
+			n |= M_REQ;
+		if (n != v && !cas_relaxed(&m->__word, &v, n))
 			continue;
 		w->registered = 1;
 		if (req)
@@ -203,9 +229,12 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (w->slept)
 			w->losses++;
 		out->addr = &m->__word;
-		out->val = want;
+		out->val = n;
 		out->shared = m_shared(v);
-		out->bounded = s == M_HANDED && !(w->aux & URSA_W_RING);
+		/* A blocked thread bounds a sleep that waits on someone else's
+		 * turn (a hand-off's claimer, a woken waiter): if that one
+		 * vanished, it costs a delay, then we step and take its place. */
+		out->bounded = (n & (M_HANDED | M_WOKEN)) && !(w->aux & URSA_W_RING);
 		return URSA_STEP_WAIT;
 	}
 }
@@ -216,33 +245,50 @@ static int mutex_abandon(void *obj, struct ursa_waiter *w)
 	if (!w->registered)
 		return 0;
 	bool requester = w->aux & URSA_W_REQ;
-	uint32_t v = ld_relaxed(&m->__word);
-	/* Deregister; a requester also withdraws its REQ (another ring waiter
-	 * that still starves sets it again after its next lost race). */
-	while (!cas_acqrel(&m->__word, &v, (v - M_CNT_ONE) & ~(requester ? M_REQ : 0)))
-		;
-	v = (v - M_CNT_ONE) & ~(requester ? M_REQ : 0);
+	uint32_t v = ld_relaxed(&m->__word), n;
+	/* Deregister; a requester also withdraws its REQ (another waiter that
+	 * still starves sets it again at its next step). */
+	do
+		n = m_tidy((v - M_CNT_ONE) & ~(requester ? M_REQ : 0));
+	while (!cas_acqrel(&m->__word, &v, n));
 	w->registered = 0;
-	w->aux &= ~URSA_W_REQ;
+	w->aux &= ~(URSA_W_REQ | M_W_STAMPED);
 	/* A hand-off kept for us, or for nobody: take it back. */
-	if ((v & M_STATE) == M_HANDED && (requester || !(v & M_CNT)))
+	if ((n & M_HANDED) && (requester || !(n & M_CNT)))
 		m_take_back(m, true);
 	return 0;
 }
 
 static void mutex_pass_on(ursa_mutex_t *m)
 {
-	/* A wake on this word may have been consumed by a waiter that took
-	 * something else (wait-any): make sure the next sleeper hears of it. */
+	/* Wait-any took another object after a sleep that may have consumed
+	 * a wake of this word, or made us its woken waiter: see to the
+	 * others as the woken waiter would have. Never take the lock: a
+	 * hand-off stays for its registered claimers. */
 	uint32_t v = ld_relaxed(&m->__word);
-	if ((v & M_STATE) == M_FREE) {
-		ursa_k_futex_wake(&m->__word, 1, m_shared(v));
-	} else if ((v & M_STATE) == M_HANDED) {
-		/* Claim it as a registered waiter would, then unlock: the
-		 * unlock hands it on or frees it. If the CAS fails, another
-		 * waiter claimed it: nothing to pass on. */
-		if (cas_acq(&m->__word, &v, (v & ~M_STATE) | M_CONTENDED))
-			ursa__mutex_unlock_slow(m);
+	for (;;) {
+		if (!(v & M_CNT))
+			return; /* nobody else waits */
+		if (v & M_HANDED) {
+			/* Its wake may have been ours: wake a registered
+			 * sleeper to claim it; if none is asleep, the
+			 * registered waiters in transit will. */
+			ursa_k_futex_wake(&m->__word, 1, m_shared(v));
+			return;
+		}
+		if (v & M_LOCKED) {
+			/* The holder's unlock wakes, unless WOKEN (maybe ours)
+			 * says not to. */
+			if (!(v & M_WOKEN) ||
+			    cas_relaxed(&m->__word, &v, (v & ~M_WOKEN) | M_SLEEPERS))
+				return;
+			continue;
+		}
+		/* Free with waiters: wake one, as an unlock would. */
+		if (cas_relaxed(&m->__word, &v, (v & ~M_SLEEPERS) | M_WOKEN)) {
+			m_wake_designated(m, m_shared(v));
+			return;
+		}
 	}
 }
 
@@ -257,16 +303,22 @@ static void mutex_release(void *obj, struct ursa_waiter *w)
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
-	/* Spin while the holder runs: cheaper than a futex round trip when the
-	 * critical section is short. Do not spin on HANDED (not ours to take). */
-	for (int i = 0; i < URSA_SPIN; i++) {
+	/* Spin a little while nobody sleeps: a few PAUSEs cover a short
+	 * critical section on the other CPU, a few sched_yield()s let a
+	 * preempted holder run on ours. Once a waiter sleeps (SLEEPERS) or a
+	 * hand-off is under way, queue behind them instead. */
+	for (int i = 0; i < URSA_SPIN_PAUSE + URSA_SPIN_YIELD; i++) {
 		uint32_t v = ld_relaxed(&m->__word);
-		uint32_t s = v & M_STATE;
-		if (s == M_FREE && cas_acq(&m->__word, &v, v | m_taken(v)))
+		if (!(v & M_HELD) && cas_acq(&m->__word, &v, v | M_LOCKED))
 			return 0;
-		if (s == M_HANDED)
+		if (v & (M_SLEEPERS | M_HANDED))
 			break;
-		ursa_cpu_relax();
+		if (i < URSA_SPIN_PAUSE) {
+			for (int k = 0; k < (8 << i); k++)
+				ursa_cpu_relax();
+		} else {
+			sched_yield();
+		}
 	}
 	struct ursa_waiter w = {0};
 	return ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
@@ -292,8 +344,8 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 	if (!m)
 		return -EINVAL;
 	uint32_t v = ld_relaxed(&m->__word);
-	while ((v & M_STATE) == M_FREE) {
-		if (cas_acq(&m->__word, &v, v | m_taken(v)))
+	while (!(v & M_HELD)) {
+		if (cas_acq(&m->__word, &v, v | M_LOCKED))
 			return 0;
 	}
 	return -EBUSY;
@@ -305,27 +357,29 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		return -EINVAL;
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
-		uint32_t s = v & M_STATE;
 		bool sh = m_shared(v);
-		if (s == M_FREE || s == M_HANDED)
-			return -EPERM;
-		if (s == M_LOCKED) {
-			/* No sleeper announced; registered waiters are awake. */
-			if (cas_rel(&m->__word, &v, v & ~M_STATE))
-				return 0;
-			continue;
-		}
-		if (v & M_REQ) {
-			if (!cas_rel(&m->__word, &v, (v & ~(M_STATE | M_REQ)) | M_HANDED))
+		if (!(v & M_LOCKED))
+			return -EPERM; /* free, or HANDED (held for the waiters) */
+		uint32_t n = m_tidy(v & ~M_LOCKED);
+		if (n & M_REQ) {
+			/* A waiter starves: hand the lock to the waiters. */
+			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED;
+			if (!cas_rel(&m->__word, &v, n))
 				continue;
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
-				m_take_back(m, false); /* unless the requester will claim it */
+				m_take_back(m, false); /* unless a registered waiter will claim it */
 			return 0;
 		}
-		if (!cas_rel(&m->__word, &v, v & ~M_STATE))
-			continue;
-		ursa_k_futex_wake(&m->__word, 1, sh);
-		return 0;
+		if ((n & M_SLEEPERS) && !(n & M_WOKEN)) {
+			n = (n & ~M_SLEEPERS) | M_WOKEN;
+			if (!cas_rel(&m->__word, &v, n))
+				continue;
+			m_wake_designated(m, sh);
+			return 0;
+		}
+		/* Nobody asleep, or the woken waiter has not run yet. */
+		if (cas_rel(&m->__word, &v, n))
+			return 0;
 	}
 }
 
@@ -339,7 +393,7 @@ int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *
 	uint32_t v = 0;
 	if (cas_acq(&m->__word, &v, M_LOCKED))
 		return 0;
-	if ((v & ~M_SHARED) == M_FREE && cas_acq(&m->__word, &v, v | M_LOCKED))
+	if ((v & ~M_SHARED) == 0 && cas_acq(&m->__word, &v, v | M_LOCKED))
 		return 0; /* process-shared, uncontended */
 	return mutex_lock_slow(m, clk, abs);
 }
@@ -367,7 +421,7 @@ bool ursa__mutex_is_shared(const ursa_mutex_t *m)
 
 bool ursa__mutex_is_locked(const ursa_mutex_t *m)
 {
-	return (ld_relaxed(&m->__word) & M_STATE) != M_FREE;
+	return (ld_relaxed(&m->__word) & M_HELD) != 0;
 }
 
 /* The mutex's step table (lib/step.h). A ring locker's wake reaches it

@@ -5,9 +5,18 @@
  * Uncontended lock and unlock are one compare-and-swap each, inline in the
  * caller, with no system call. Contended lockers spin briefly, then sleep on
  * the futex word; they may be blocked threads or io_uring waiters
- * (ursa_mutex_lock_async), on the same mutex. A waiter that keeps losing the
- * race to running threads asks for a direct hand-off, so no waiter starves.
+ * (ursa_mutex_lock_async), on the same mutex. An unlock enters the kernel
+ * only when a waiter sleeps and no woken waiter is still on its way.
  * No owner is recorded: any thread may unlock (as with a semaphore).
+ *
+ * Fairness: running threads may overtake a waiter (barging), but only for a
+ * bounded time. A waiter that has waited 1 ms (a ring waiter also after two
+ * lost races) asks for a hand-off at its next step; the next unlock then
+ * hands the mutex to the waiters, and newcomers cannot take it until a
+ * waiter has. Blocked threads sleep in FIFO order, so a waiter is overtaken
+ * by running threads for at most about 1 ms per waiter queued before it,
+ * plus wake-up latency; a ring waiter also until its event loop handles its
+ * completion.
  */
 #ifndef URSA_MUTEX_H
 #define URSA_MUTEX_H
@@ -68,9 +77,10 @@ URSA_API int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct u
  * expand to the inline compare-and-swap and only the contended case calls
  * out of line. Define URSA_NO_INLINE before including to disable.
  *
- * Word layout (lib/mutex.c explains): bit 31 shared flag, bits 0-1 state
- * (0 free, 1 locked, 2 locked with sleepers, 3 handed off), bit 2 hand-off
- * request. The free states are exactly {0, shared flag}.
+ * Word layout (lib/mutex.c explains): bit 31 shared flag, bit 0 locked,
+ * bits 1-4 sleepers / woken waiter / handed off / hand-off request, bits
+ * 5-30 registered waiters. Free and unwaited is exactly 0 or the shared
+ * flag; locked and unwaited exactly 1 or shared|1.
  */
 #define URSA__MUTEX_SHARED 0x80000000u
 

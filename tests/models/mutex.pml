@@ -1,45 +1,50 @@
 /*
- * tests/models/mutex.pml — the 4-byte mutex of lib/mutex.c: Drepper's
- * three-state mutex plus the HANDED hand-off state, the REQ bit and the
- * COUNT of registered waiters, with blocking lockers (ursa_mutex_lock /
- * _trylock / _timedlock over ursa__block in lib/time.c) and ring lockers
- * (ursa_mutex_lock_async: lib/async.c op_advance / ursa_handle_cqe) on the
- * same word.
+ * tests/models/mutex.pml — the 4-byte mutex of lib/mutex.c: a lock bit, the
+ * SLEEPERS mark, the designated-waker bit WOKEN, the HANDED hand-off, the
+ * REQ bit and the COUNT of registered waiters, with blocking lockers
+ * (ursa_mutex_lock / _trylock / _timedlock over ursa__block in lib/time.c),
+ * a ring locker (ursa_mutex_lock_async: lib/async.c) that may be cancelled,
+ * and (-DANY) a blocking wait-any over the mutex and another object that
+ * may take the other object instead, passing on (mutex_release).
  *
  * Checked (tests/models/run.sh): mutual exclusion (assert in the critical
- * section), no lost wakeup and no deadlock (no invalid end state: every
- * locker finishes its NITER operations), and at the end the word is 0 —
- * FREE, no REQ, COUNT 0 (no registration leaked, a HANDED lock never
- * stranded) — with nobody asleep.
+ * section); no sleeper stranded and no deadlock (no invalid end state:
+ * every locker finishes its NITER operations — a waiter asleep with nobody
+ * to wake it blocks for ever); at the end the word is 0 (no registration,
+ * mark or request leaked, no hand-off stranded) with nobody asleep; and
+ * that a hand-off made for a requester ends only in a claim by a waiter
+ * that still waits, or in a take-back (assert on `reqd`).
  *
- * The bounded sleep (struct ursa_wait.bounded: a blocking waiter that
- * sleeps on HANDED wakes after URSA_HANDED_SLEEP_MS and steps again,
- * lib/time.c) is modelled as a sleep that may end at any time and goes on
- * stepping. Ring waiters have no such bound (lib/async.c arms a plain
- * FUTEX_WAIT). With -DNO_BOUND the bound is left out for blocking waiters
- * too, to see whether progress depends on it.
+ * The wake economy is the point of this protocol: an unlock wakes only with
+ * SLEEPERS set and WOKEN clear, so a woken waiter that has not run yet
+ * keeps every other unlock out of the kernel. Whether that strands anyone
+ * is what this model answers, with -DNO_BOUND too: there, the blocked
+ * waiters' bounded sleep (a sleep on a HANDED or WOKEN word ends after
+ * URSA_HANDED_SLEEP_MS, lib/time.c) is not used as an escape, so progress
+ * must come from the protocol alone. With it, the bounded sleep is a sleep
+ * that may end at any time.
  *
- * Found by this model (and fixed in lib/mutex.c since): a ring newcomer
- * could sleep for ever on a HANDED lock. A ring op that had set REQ was
- * cancelled and abandoned (COUNT 0, REQ left behind); the holder's unlock
- * turned CONTENDED|REQ into HANDED and woke nobody; the same ring thread's
- * next lock op, a newcomer on HANDED, registered (COUNT 1) and armed
- * FUTEX_WAIT; the unlocker's take-back then saw COUNT 1 ("a registered
- * waiter will claim it") and left it HANDED — nobody could take it and
- * nobody would wake the sleeper (tests/fault/mutex_handoff_repro.c does
- * it in C). The protocol modelled now is the fixed one: ring lockers count
- * as having slept from their first step, so they claim a HANDED lock
- * instead of sleeping on it; only ring waiters set REQ, and a requester
- * that gives up withdraws it and takes back a hand-off kept for it. With
- * -DNO_BOUND (blocking waiters' bounded sleep on HANDED not used as an
- * escape) it must pass too: the bound is for vanished claimers only.
+ * When a waiter asks for a hand-off (REQ): after it has waited URSA_FAIR_NS,
+ * or (ring) lost URSA_HANDOFF_AFTER races. Modelled as a free choice at any
+ * step of a waiter that has slept (every timing is explored); once it asks
+ * it keeps asking at each step until it takes the lock or gives up, as the
+ * C code does (both conditions only grow).
+ *
+ * History: an earlier model found a ring newcomer stranded on HANDED (fixed
+ * in fd48f8a; tests/fault/mutex_handoff_repro.c). Deliberately broken
+ * variants this model rejects (try them with -DBREAK=n): 1 a slept waiter
+ * does not clear WOKEN; 2 no fix-up when the designated wake finds nobody;
+ * 3 a taker with others registered does not set SLEEPERS; 4 wait-any's
+ * pass-on claims and unlocks a HANDED lock (the issue 12 defect: with -DANY
+ * the requester's hand-off is given away — caught by the hand-off assert).
  *
  * Memory model: the protocol lives in one word and every change is a CAS
  * or an atomic RMW on it, so coherence alone orders them; sequential
- * consistency adds nothing the C code relies on.
+ * consistency adds nothing the C code relies on. Every CAS retry loop has
+ * no side effect in its failed rounds and is modelled as one atomic step.
  *
- * Word (SHARED, bit 31, is constant and left out): bits 0-1 state, bit 2
- * REQ, bits 3+ COUNT.
+ * Word (SHARED, bit 31, is constant and left out): bit 0 LOCKED, 1
+ * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, bits 5+ COUNT.
  */
 #include "futex.pml"
 
@@ -52,6 +57,9 @@
 #ifndef SPUR
 #define SPUR 1
 #endif
+#ifndef BREAK
+#define BREAK 0
+#endif
 #ifdef NO_RING
 #define RING false	/* the second locker blocks instead */
 #else
@@ -62,227 +70,267 @@
 #else
 #define BOUND true
 #endif
-#ifndef HANDOFF_AFTER
-#define HANDOFF_AFTER 2	/* URSA_HANDOFF_AFTER */
+#ifdef ANY
+#define ANY_OTHER 1	/* times the wait-any may take its other object */
+#else
+#define ANY_OTHER 0
 #endif
 
-#define FREE 0
-#define LOCKED 1
-#define CONTENDED 2
-#define HANDED 3
-#define REQ 4
-#define CNT_ONE 8
-#define STATE(v) ((v) & 3)
-#define CNT(v) ((v) & ~7)
+#define L 1
+#define S 2
+#define W 4
+#define H 8
+#define REQ 16
+#define CNT_ONE 32
+#define HELD (L | H)
+#define CNT(v) ((v) & ~31)
+/* m_tidy: with nobody registered nobody sleeps or asks. */
+#define TIDY(v) (CNT(v) > 0 -> (v) : ((v) & ~(S | W | REQ)))
 
 #define DONE 0
 #define WAIT 1
 
 byte m;		/* m->__word */
 byte inside;	/* holders now: must never exceed 1 */
+bool reqd;	/* the last unlock handed off for a requester still waiting */
 
-/*
- * Every CAS retry loop in lib/mutex.c (load v; compute from v; CAS v ->
- * new; on failure reload and retry) has no side effect in its failed
- * rounds, so it is modelled as ONE atomic read-modify-write at the moment
- * of its successful CAS (where v == m): the same reachable behaviours,
- * many fewer states. Loads that lead to no CAS (the WAIT value read) are
- * atomic reads in the same way.
- */
-
-/* m_taken(v): the state a locker stores when it takes a FREE lock. */
-#define TAKEN(v) (CNT(v) > 0 -> CONTENDED : LOCKED)
-
-/* ursa__mutex_take: FREE -> taken (deregistering); HANDED -> CONTENDED if
- * registered or slept (claim). ok = taken. A ring locker counts as having
- * slept from its first step (lib/async.c op_start). */
-#define CAN_CLAIM (registered || slept)
+/* ursa__mutex_take, as one atomic step: the free lock, or a hand-off to
+ * claim (registered or slept waiters only). ok = taken. */
+#define CAN_CLAIM ((m & H) && (registered || slept))
 #define mutex_take(ok)								\
 	atomic {								\
 		if								\
-		:: STATE(m) == FREE ->						\
-			m = m - (registered -> CNT_ONE : 0);			\
-			m = m | TAKEN(m); registered = false; rq = false;	\
-			ok = true						\
-		:: STATE(m) == HANDED && CAN_CLAIM ->				\
-			m = ((m - (registered -> CNT_ONE : 0)) & ~3) | CONTENDED; \
+		:: (m & HELD) && !CAN_CLAIM -> ok = false			\
+		:: else ->							\
+			n = ((m - (registered -> CNT_ONE : 0)) & ~H) | L;	\
+			if							\
+			:: registered && slept && BREAK != 1 -> n = n & ~W			\
+			:: else							\
+			fi;							\
+			if							\
+			:: rq -> n = n & ~REQ					\
+			:: else							\
+			fi;							\
+			if							\
+			:: (registered || (m & H)) && CNT(n) > 0 && BREAK != 3 -> \
+				n = n | S					\
+			:: else							\
+			fi;							\
+			m = TIDY(n); n = 0; reqd = false;			\
 			registered = false; rq = false; ok = true		\
-		:: else -> ok = false						\
 		fi								\
 	}
 
-/* ursa__mutex_step: r = DONE (taken), or WAIT with `want`, the value to
- * sleep on (registered). Only ring waiters request a hand-off (REQ), after
- * losing enough races; losses is kept only up to HANDOFF_AFTER - 1 (the
- * step only asks whether losses + 1 >= HANDOFF_AFTER). The first take and
- * the loop's take are one atomic step here (a failed take changes
- * nothing). bnd: a blocking waiter sleeping on HANDED bounds its sleep. */
+/* mutex_step: taken (r = DONE), or announce and say what to sleep on
+ * (r = WAIT, `want`, `bnd`: a blocking waiter bounds a sleep on a HANDED or
+ * WOKEN word). The take and the announcement are one atomic step: a
+ * failed take changes nothing. */
 #define mutex_step(r)								\
-	mutex_take(ok);								\
-	if									\
-	:: ok -> r = DONE							\
-	:: else ->								\
-		atomic {							\
-			if						\
-			:: STATE(m) == FREE || (STATE(m) == HANDED && CAN_CLAIM) -> \
-				/* freed meanwhile: take it (take's CAS) */	\
-				m = m - (registered -> CNT_ONE : 0);		\
-				if						\
-				:: STATE(m) == FREE -> m = m | TAKEN(m)		\
-				:: else -> m = (m & ~3) | CONTENDED		\
-				fi;						\
-				registered = false; rq = false; r = DONE	\
-			:: else ->						\
-				bnd = (STATE(m) == HANDED && !ring && BOUND);	\
-				if						\
-				:: STATE(m) == HANDED -> want = m		\
-				:: else ->					\
-					want = (m & ~3) | CONTENDED;		\
-					if					\
-					:: ring && slept &&			\
-					   losses + 1 >= HANDOFF_AFTER ->	\
-						want = want | REQ; rq = true	\
-					:: else					\
-					fi					\
-				fi;						\
-				if						\
-				:: !registered -> want = want + CNT_ONE		\
-				:: else						\
-				fi;						\
-				m = want;					\
-				registered = true;				\
-				if						\
-				:: slept && losses + 1 < HANDOFF_AFTER -> losses++ \
-				:: else						\
-				fi;						\
-				r = WAIT					\
-			fi							\
-		}								\
-	fi;									\
-	ok = false
+	atomic {								\
+		if								\
+		:: !(m & HELD) || CAN_CLAIM ->					\
+			mutex_take(ok); assert(ok); ok = false; r = DONE	\
+		:: else ->							\
+			n = m | S;						\
+			if							\
+			:: !registered -> n = n + CNT_ONE			\
+			:: else							\
+			fi;							\
+			if							\
+			:: registered && slept && BREAK != 1 -> n = n & ~W			\
+			:: else							\
+			fi;							\
+			if	/* once a waiter asks, it asks at each step */	\
+			:: !(m & H) && slept && rq -> n = n | REQ		\
+			:: !(m & H) && slept && !rq -> n = n | REQ; rq = true	\
+			:: (m & H) || !slept || !rq -> skip			\
+			fi;							\
+			m = n; want = n; n = 0;					\
+			registered = true;					\
+			bnd = ((want & (H | W)) && !ring && BOUND);		\
+			r = WAIT						\
+		fi								\
+	}
 
-/* m_take_back(m, force): HANDED (with COUNT 0, unless force) -> FREE,
- * wake 1. */
+/* m_fixup: our designated wake found nobody asleep. */
+#define fixup()									\
+	do									\
+	:: atomic {								\
+		if								\
+		:: !(m & W) -> fx = 1						\
+		:: (m & W) && !(m & HELD) && (m & S) -> m = m & ~S; fx = 2	\
+		:: else -> m = TIDY(m & ~W); fx = 1				\
+		fi								\
+	   };									\
+		if								\
+		:: fx == 1 -> break						\
+		:: else ->							\
+			futex_wake(0, 1, cnt, tmp);				\
+			if							\
+			:: cnt > 0 -> break					\
+			:: else							\
+			fi							\
+		fi								\
+	od;									\
+	fx = 0; cnt = 0
+
+/* m_wake_designated: wake 1 after setting WOKEN; nobody: fix up. */
+#define wake_designated()							\
+	futex_wake(0, 1, cnt, tmp);						\
+	if									\
+	:: cnt == 0 && BREAK != 2 -> fixup()					\
+	:: else									\
+	fi;									\
+	cnt = 0
+
+/* m_take_back(force): free a HANDED lock nobody will claim. */
 #define take_back(force)							\
 	atomic {								\
 		if								\
-		:: STATE(m) == HANDED && (force || CNT(m) == 0) ->		\
-			m = m & ~3; uw = 1					\
+		:: (m & H) && (force || CNT(m) == 0) ->				\
+			n = TIDY(m & ~H);					\
+			if							\
+			:: CNT(n) > 0 -> n = (n & ~S) | W; uw = 1		\
+			:: else -> uw = 0					\
+			fi;							\
+			m = n; n = 0; reqd = false				\
 		:: else -> uw = 0						\
 		fi								\
 	};									\
 	if									\
-	:: uw == 1 -> futex_wake(0, 1, cnt, tmp)				\
+	:: uw == 1 -> uw = 0; wake_designated()				\
 	:: else									\
-	fi;									\
-	uw = 0; cnt = 0
+	fi
 
-/* ursa__mutex_abandon: deregister (a requester also withdraws REQ); a
- * hand-off kept for us, or for nobody, is taken back. */
+/* mutex_abandon: deregister (a requester withdraws REQ); a hand-off kept
+ * for us, or for nobody, is taken back. */
 #define mutex_abandon()								\
 	if									\
 	:: registered ->							\
 		atomic {							\
-			m = (m - CNT_ONE) & ~(rq -> REQ : 0);			\
-			uw = (STATE(m) == HANDED && (rq || CNT(m) == 0) -> 1 : 0); \
+			m = TIDY((m - CNT_ONE) & ~(rq -> REQ : 0));		\
+			uw = ((m & H) && (rq || CNT(m) == 0) -> 1 : 0);		\
 			registered = false; rq = false				\
 		};								\
 		if								\
-		:: uw == 1 -> take_back(true)					\
+		:: uw == 1 -> uw = 0; take_back(true)				\
 		:: else								\
 		fi								\
 	:: else									\
 	fi
 
-/* ursa__mutex_unlock_fast + ursa__mutex_unlock_slow (lib/mutex.c). */
-#define mutex_unlock()								\
+/* mutex_pass_on (wait-any leaving without the mutex, having slept). */
+#define pass_on()								\
 	atomic {								\
-		assert(STATE(m) == LOCKED || STATE(m) == CONTENDED); /* EPERM */\
 		if								\
-		:: STATE(m) == LOCKED -> m = m & ~3; uw = 0	/* fast: 1 -> 0 */\
-		:: STATE(m) == CONTENDED && (m & REQ) ->			\
-			m = (m & ~(3 | REQ)) | HANDED; uw = 2			\
-		:: STATE(m) == CONTENDED && !(m & REQ) -> m = m & ~3; uw = 1	\
+		:: CNT(m) == 0 -> uw = 0					\
+		:: CNT(m) > 0 && (m & H) && BREAK != 4 -> uw = 3		\
+		:: CNT(m) > 0 && (m & H) && BREAK == 4 ->			\
+			/* the old code: claim, then unlock */			\
+			assert(!reqd);						\
+			m = (m & ~H) | L; uw = 4				\
+		:: CNT(m) > 0 && (m & L) ->					\
+			if							\
+			:: m & W -> m = (m & ~W) | S				\
+			:: else							\
+			fi;							\
+			uw = 0							\
+		:: CNT(m) > 0 && !(m & HELD) -> m = (m & ~S) | W; uw = 2	\
 		fi								\
 	};									\
 	if									\
-	:: uw == 1 -> futex_wake(0, 1, cnt, tmp)				\
+	:: uw == 3 -> uw = 0; futex_wake(0, 1, cnt, tmp); cnt = 0		\
+	:: uw == 2 -> uw = 0; wake_designated()				\
+	:: uw == 4 -> uw = 0; mutex_unlock()					\
+	:: uw == 0								\
+	fi
+
+/* ursa__mutex_unlock_fast + ursa__mutex_unlock_slow. */
+#define mutex_unlock()								\
+	atomic {								\
+		assert(m & L);	/* else -EPERM */				\
+		n = TIDY(m & ~L);						\
+		if								\
+		:: n & REQ -> m = (n & ~(S | REQ)) | H; uw = 2; reqd = true	\
+		:: !(n & REQ) && (n & S) && !(n & W) -> m = (n & ~S) | W; uw = 1 \
+		:: else -> m = n; uw = 0					\
+		fi;								\
+		n = 0								\
+	};									\
+	if									\
+	:: uw == 1 -> uw = 0; wake_designated()				\
 	:: uw == 2 ->								\
+		uw = 0;								\
 		futex_wake(0, 1, cnt, tmp);					\
 		if								\
-		:: cnt == 0 -> take_back(false)	/* unless the requester */\
-		:: else				/* will claim it */		\
+		:: cnt == 0 -> cnt = 0; take_back(false)			\
+		:: else -> cnt = 0						\
 		fi								\
-	:: else									\
-	fi;									\
-	uw = 0;									\
-	cnt = 0
+	:: uw == 0								\
+	fi
 
 #define critical_section()							\
 	atomic { inside++; assert(inside == 1) };				\
 	inside--
 
 /*
- * A locker. ring = false: a thread (ursa_mutex_lock, _trylock, _timedlock).
- * ring = true: an io_uring op (ursa_mutex_lock_async); its FUTEX_WAIT is the
- * same compare-and-queue, its completion runs the same step (handle_cqe ->
- * op_advance), and a cancel or deadline can end it at any CQE.
+ * A locker. ring = false: a thread (ursa_mutex_lock, _trylock, _timedlock,
+ * or with any = true a wait-any). ring = true: an io_uring op; its
+ * FUTEX_WAIT is the same compare-and-queue, its completion runs the same
+ * step, and a cancel or deadline can end it at any CQE.
  * may_stop: this locker may give up (deadline / cancel), at most once.
  */
-proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
+proctype Locker(bool ring; bool may_stop; bool may_try; byte spur; byte other)
 {
-	byte want, cnt, tmp, r, uw, losses, i;
+	byte want, cnt, tmp, r, uw, fx, n, i;
 	byte stops = (may_stop -> 1 : 0);
 	bool slept, got, ok, registered, bnd, rq;
 
 	for (i : 1 .. NITER) {
-		/* Fast path: the inline ursa__mutex_lock_fast CAS (0 -> 1), or
-		 * trylock (that CAS, then trylock_slow's FREE -> m_taken: the
-		 * same as a take by an unregistered waiter), -EBUSY on failure.
-		 * mutex_lock_slow's spin is more such takes: the same behaviour
-		 * at a later moment. A ring op starts with a step
-		 * (ursa_mutex_lock_async -> op_start/op_launch -> op_advance). */
-		/* A ring op counts as having slept from its first step
-		 * (lib/async.c op_start): it claims a HANDED lock. */
+		/* A ring op counts as having slept from its first step. */
 		slept = ring;
 		if
 		:: !ring ->
+			/* the inline CAS / trylock_slow / the newcomer spin:
+			 * takes by an unregistered waiter */
 			mutex_take(got);
 			if
 			:: got -> goto locked
 			:: !got && may_try -> goto next	/* trylock: -EBUSY */
-			:: !got -> skip			/* lock / timedlock */
+			:: !got -> skip
 			fi
-		:: ring -> slept = true	/* lib/async.c op_start */
+		:: ring -> skip
 		fi;
-		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
-		 * (lib/async.c): step; on WAIT sleep on (m, want) — futex
-		 * syscall or FUTEX_WAIT SQE; after any return from that sleep
-		 * (woken, -EAGAIN, spurious, bounded-sleep expiry) slept = 1
-		 * and step again. */
 		do
-		:: mutex_step(r);
+		:: /* wait-any: the other object is ours first (its try
+		    * runs in index order); release the mutex. */
+			other > 0 && !got ->
+			other--;
+			mutex_abandon();
+			if
+			:: slept -> pass_on()
+			:: else
+			fi;
+			break
+		:: true ->
+			mutex_step(r);
 			if
 			:: r == DONE -> got = true; break
 			:: else
 			fi;
-			/* ursa__block: deadline already past before sleeping;
-			 * op_advance: F_CANCEL set, or deadline past, before a
-			 * re-arm: ursa__mutex_abandon. */
 			if
 			:: stops > 0 -> stops--; mutex_abandon(); break
 			:: true
 			fi;
-			futex_wait(0, m, want, (stops > 0 || bnd), spur, r);
+			/* other > 0: the other object's wake may end the sleep */
+			futex_wait(0, m, want, (stops > 0 || bnd || other > 0), spur, r);
 			slept = true;
 			want = 0;
 			if
-			:: r == R_STOPPED && bnd ->
-				/* the bound expired: step again (lib/time.c) */
-				bnd = false
-			:: r == R_STOPPED && !bnd ->
-				/* -ETIMEDOUT (ursa__block) / CQE -ECANCELED
-				 * (linked timeout or cancel): one last step
+			:: r == R_STOPPED && (bnd || other > 0) ->
+				bnd = false	/* the bound, or the other object */
+			:: r == R_STOPPED && !bnd && other == 0 ->
+				/* -ETIMEDOUT / CQE -ECANCELED: one last step
 				 * (a hand-off may be ours), else abandon. */
 				stops--;
 				mutex_step(r);
@@ -294,9 +342,9 @@ proctype Locker(bool ring; bool may_stop; bool may_try; byte spur)
 			:: r != R_STOPPED -> bnd = false
 			fi
 		od;
-		slept = false; losses = 0; want = 0; r = 0; bnd = false;
+		slept = false; want = 0; r = 0; bnd = false;
 locked:
-		assert(!registered);
+		assert(!registered && !rq);
 		if
 		:: got ->
 			got = false;
@@ -312,18 +360,18 @@ next:
 init {
 	atomic {
 		/* A blocking locker that never gives up and may trylock; a
-		 * ring locker that may be cancelled (or time out); and, with
-		 * NLOCKERS 3, a blocking timed locker. Spurious returns are
-		 * given to one of them (SPUR, default 1). */
-		run Locker(false, false, true, 0);
-		run Locker(RING, true, false, SPUR);
+		 * ring locker that may be cancelled (or time out); with
+		 * NLOCKERS 3 a blocking timed locker, or (-DANY) a blocking
+		 * wait-any over the mutex and another object. */
+		run Locker(false, false, true, 0, 0);
+		run Locker(RING, true, false, SPUR, 0);
 		if
-		:: NLOCKERS > 2 -> run Locker(false, true, false, 0)
+		:: NLOCKERS > 2 -> run Locker(false, ANY_OTHER == 0, false, 0, ANY_OTHER)
 		:: else
 		fi
 	}
 	_nr_pr == 1;	/* every locker finished: nobody asleep for ever */
-	assert(m == 0);	/* FREE, no REQ, COUNT 0 */
+	assert(m == 0);	/* free, no marks, no REQ, COUNT 0 */
 	assert(len(fq[0]) == 0);
 	assert(inside == 0);
 }

@@ -34,11 +34,16 @@ done
 # "xfail" marks a configuration in which the model finds a known, reported
 # bug in the C protocol: its failure is printed (XFAIL, with the trail) but
 # does not fail the run; if it starts passing (XPASS), the run fails so
-# that the mark is removed.
+# that the mark is removed. "mustfail" marks a deliberately broken variant
+# of a protocol (-DBREAK=n, see the model): the model must reject it, or it
+# has lost its teeth and the run fails.
 configs='
 mutex	-DNLOCKERS=3 -DNITER=2	ok
 mutex	-DNLOCKERS=3 -DNITER=2 -DNO_BOUND	ok
-mutex	-DNLOCKERS=3 -DNITER=2 -DNO_RING	ok
+mutex	-DNLOCKERS=3 -DNITER=2 -DANY -DNO_BOUND	ok
+mutex	-DNLOCKERS=3 -DNITER=2 -DNO_BOUND -DBREAK=1	mustfail
+mutex	-DNLOCKERS=3 -DNITER=2 -DNO_BOUND -DBREAK=2	mustfail
+mutex	-DNLOCKERS=3 -DNITER=2 -DANY -DBREAK=4	mustfail
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2	ok
 rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2	ok
 cond	-DNCONS=2 -DNPROD=2	ok
@@ -49,6 +54,8 @@ waitq	-DNSLOT=2 -DNTGT=2	ok
 '
 # Larger bounds: minutes each, gigabytes of memory.
 deep_configs='
+mutex	-DNLOCKERS=3 -DNITER=2 -DNO_RING	ok
+mutex	-DNLOCKERS=3 -DNITER=2 -DANY	ok
 mutex	-DNLOCKERS=3 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1	ok
@@ -88,12 +95,18 @@ echo "$configs" | while IFS='	' read -r model flags expect; do
 		if [ "$expect" = xfail ]; then
 			echo "XPASS $model $flags: $states states, ${secs}s — was a known bug: update run.sh"
 			echo 1 >"$work/failed"
+		elif [ "$expect" = mustfail ]; then
+			echo "FAIL $model $flags: a broken variant passed — the model no longer catches it"
+			echo 1 >"$work/failed"
 		else
 			echo "ok   $model $flags: $states states, ${secs}s"
 		fi
 		continue
 	fi
-	if [ "$expect" = xfail ]; then
+	if [ "$expect" = mustfail ]; then
+		echo "ok   $model $flags: broken variant rejected ($(grep -o -m1 -E 'invalid end state|assertion violated[^(]*' "$d/pan.out"))"
+		continue
+	elif [ "$expect" = xfail ]; then
 		echo "XFAIL $model $flags: known protocol bug (reported; see the model's header):"
 	else
 		echo "FAIL $model $flags:"

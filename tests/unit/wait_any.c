@@ -5,6 +5,8 @@
 #include "tests/helpers.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <liburing.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <ursa/async.h>
 
 TestSuite(wait_any, .timeout = 60);
 
@@ -618,4 +621,87 @@ Test(wait_any, pass_on_mutex)
 Test(wait_any, pass_on_auto_event)
 {
 	run_pass_on(PO_EVENT, 0, 100);
+}
+
+/* A spurious wake of one sleeper of m (a test tool: the protocol treats it
+ * as any early return). Returns how many were woken. */
+static long poke(ursa_mutex_t *m)
+{
+	return syscall(SYS_futex, &m->__word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+static struct io_uring_cqe *wait_cqe(struct io_uring *r)
+{
+	struct io_uring_cqe *cqe;
+	io_uring_submit(r);
+	int rc = io_uring_wait_cqe(r, &cqe);
+	cr_assert_eq(rc, 0, "io_uring_wait_cqe: %d", rc);
+	return cqe;
+}
+
+/*
+ * Issue 12: wait-any's pass-on must not give away a hand-off. A ring locker
+ * that keeps losing asks for a hand-off (REQ); the unlock hands the mutex to
+ * the waiters (HANDED) and its one wake lands on a ring wait-any over
+ * {sem, mutex}, which then takes the semaphore instead. Passing on must
+ * leave the hand-off to the requester (still registered, its CQE on its
+ * way): a newcomer's trylock gets -EBUSY and the requester's step takes
+ * the mutex. (Before the fix pass-on claimed and unlocked it: the trylock
+ * took it.) Every step here is driven by CQEs we reap ourselves, so the
+ * interleaving is exact.
+ */
+Test(wait_any, pass_on_keeps_handoff_for_ring_requester)
+{
+	t_require_uring_futex(true);
+	struct io_uring r1, r2;
+	cr_assert_eq(io_uring_queue_init(8, &r1, 0), 0);
+	cr_assert_eq(io_uring_queue_init(8, &r2, 0), 0);
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_sem_t s;
+	cr_assert_eq(ursa_sem_init(&s, 0, 0), 0);
+	struct ursa_op req = URSA_OP_INIT, any = URSA_OP_INIT, *done;
+	ursa_waitable_t v[2] = {W_SEM(&s), W_MUTEX(&m)};
+
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r1, &m, &req), 0);
+	/* Two lost races (an early return, the lock still held): the ring
+	 * locker now asks for a hand-off, and is armed again. */
+	for (int i = 0; i < 2; i++) {
+		io_uring_submit(&r1);
+		while (poke(&m) != 1)
+			sched_yield(); /* until its FUTEX_WAIT is queued */
+		struct io_uring_cqe *c = wait_cqe(&r1);
+		cr_assert_eq(ursa_handle_cqe(&r1, c, &done), 1);
+		cr_assert_null(done, "the requester re-arms while the lock is held");
+		io_uring_cqe_seen(&r1, c);
+	}
+	io_uring_submit(&r1);
+	while (poke(&m) != 1)
+		sched_yield();
+	/* Its third CQE is on its way (not handled): registered, not asleep. */
+	struct io_uring_cqe *rc1 = wait_cqe(&r1);
+
+	cr_assert_eq(ursa_wait_any_async(&r2, v, 2, &any), 0);
+	io_uring_submit(&r2);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0); /* hands off; wakes the wait-any */
+	struct io_uring_cqe *c2 = wait_cqe(&r2);
+	cr_assert_eq(ursa_sem_post(&s), 0);
+	cr_assert_eq(ursa_handle_cqe(&r2, c2, &done), 1);
+	io_uring_cqe_seen(&r2, c2);
+	cr_assert_eq(done, &any, "the wait-any finishes at its CQE");
+	cr_assert_eq(any.res, 0, "it took the semaphore (index 0), res %d", any.res);
+
+	int t = ursa_mutex_trylock(&m);
+	if (t == 0)
+		ursa_mutex_unlock(&m);
+	cr_assert_eq(t, -EBUSY, "a newcomer took the mutex handed to the ring requester");
+	cr_assert_eq(ursa_handle_cqe(&r1, rc1, &done), 1);
+	io_uring_cqe_seen(&r1, rc1);
+	cr_assert_eq(done, &req, "the requester takes its hand-off at its next step");
+	cr_assert_eq(req.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	cr_assert_eq(ursa_sem_destroy(&s), 0);
+	io_uring_queue_exit(&r1);
+	io_uring_queue_exit(&r2);
 }
