@@ -7,6 +7,7 @@
 noinst_LTLIBRARIES += lib/libursa-core.la
 lib_libursa_core_la_SOURCES = \
 	lib/async.c \
+	lib/cancel.h \
 	lib/cond.c \
 	lib/event.c \
 	lib/internal.h \

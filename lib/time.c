@@ -2,6 +2,10 @@
 /* lib/time.c — deadline checks and the generic blocking loop. */
 #include "lib/internal.h"
 
+#include "lib/cancel.h"
+
+#include <pthread.h>
+
 int ursa__check_deadline(clockid_t clk, const struct timespec *abs)
 {
 	if (clk != CLOCK_MONOTONIC && clk != CLOCK_REALTIME)
@@ -46,6 +50,39 @@ static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct time
 	return ursa_k_futex_wait(wt->addr, wt->val, wt->shared, clk, dl);
 }
 
+__thread struct ursa_cancel_point ursa__cancel_point;
+
+struct cancel_ctx {
+	void *obj;
+	const struct ursa_step_ops *ops;
+	struct ursa_waiter *w;
+};
+
+/* Cancelled in the sleep (lib/cancel.h): give the wait up. */
+static void cancel_cleanup(void *arg)
+{
+	struct cancel_ctx *x = arg;
+	ursa__cancel_point.given = x->ops->abandon(x->obj, x->w) == 1;
+	ursa__cancel_point.obj = NULL;
+}
+
+/* The sleep as a cancellation point: asynchronous cancellation enabled for
+ * the futex call alone, inside a cleanup handler that abandons the wait. */
+static __attribute__((noinline)) int sleep_cancellable(void *obj, const struct ursa_step_ops *ops,
+							struct ursa_waiter *w,
+							const struct ursa_wait *wt, clockid_t clk,
+							const struct timespec *dl)
+{
+	struct cancel_ctx x = {obj, ops, w};
+	int old, r;
+	pthread_cleanup_push(cancel_cleanup, &x);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	r = sleep_on(wt, clk, dl);
+	pthread_setcanceltype(old, NULL);
+	pthread_cleanup_pop(0);
+	return r;
+}
+
 int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_waiter *w,
 		      clockid_t clk, const struct timespec *abs, unsigned flags)
 {
@@ -66,7 +103,10 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 			if (!abs || ts_before(&bound, abs))
 				dl = &bound;
 		}
-		r = sleep_on(&wt, clk, dl);
+		if (unlikely(ursa__cancel_point.obj == obj))
+			r = sleep_cancellable(obj, ops, w, &wt, clk, dl);
+		else
+			r = sleep_on(&wt, clk, dl);
 		w->slept = 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */

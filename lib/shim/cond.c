@@ -25,14 +25,16 @@
  * holding that mutex may destroy the condvar: pthread_cond_destroy waits for
  * bridged == 0 and for ursa's waiters to leave, as glibc's does.
  *
- * Cancellation: pthread_cond_wait acts on a pending cancellation request on
- * entry, holding the mutex as POSIX wants for the cleanup handlers. A thread
- * already asleep is not woken by pthread_cancel (glibc sends no signal to a
- * thread in deferred mode; an asynchronous unwind out of ursa's wait would
- * break its protocol): it acts on the request at its next cancellation
- * point, typically the next pthread_cond_wait of its predicate loop.
+ * Cancellation (deferred, as glibc's): pthread_cond_wait acts on a pending
+ * request on entry, holding the mutex, and while asleep: ursa's blocking
+ * loop enables asynchronous cancellation around the futex call alone and
+ * abandons the wait if cancelled there (lib/cancel.h). Our cleanup handler
+ * then re-takes the caller's mutex, so the program's handlers run holding
+ * it, as POSIX wants, and passes on a signal the waiter may have consumed.
  */
 #include "lib/shim/shim.h"
+
+#include "lib/cancel.h"
 
 #include <string.h>
 
@@ -111,9 +113,46 @@ SHIM_API int pthread_cond_broadcast(pthread_cond_t *pc)
 	return -ursa_cond_broadcast(&c->c);
 }
 
+/* The wait proper: a cancellation point while it sleeps (lib/cancel.h). */
 static int ursa_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
-	return -(abs ? ursa_cond_timedwait(c, m, clk, abs) : ursa_cond_wait(c, m));
+	ursa__cancel_point.obj = c;
+	int r = abs ? ursa_cond_timedwait(c, m, clk, abs) : ursa_cond_wait(c, m);
+	ursa__cancel_point.obj = NULL;
+	return -r;
+}
+
+/* What a cancelled waiter's cleanup needs to put things back. */
+struct cancel_undo {
+	struct shim_cond *c;
+	pthread_mutex_t *pm;
+	int32_t kind;
+	uint32_t saved;
+	bool bridged;
+};
+
+/* Cancelled asleep; ursa's cleanup has deregistered the waiter. Leave the
+ * bridge, re-take the caller's mutex (the program's handlers expect to
+ * hold it), and signal once more if a signal may have woken us. */
+static void cond_cancelled(void *arg)
+{
+	struct cancel_undo *u = arg;
+	struct shim_mutex *m = shim_mutex(u->pm);
+	bool given = ursa__cancel_point.given;
+	ursa__cancel_point.given = 0;
+	if (u->bridged) {
+		__atomic_fetch_sub(&u->c->bridged, 1, __ATOMIC_RELEASE);
+		if (kind_is_glibc(u->kind))
+			((mutex_fn)shim_real(REAL_MUTEX_LOCK))(u->pm);
+		else
+			shim_mutex_lock_all(m, u->kind, u->saved);
+	} else {
+		/* ursa_cond_wait's own re-lock did not run. */
+		ursa_mutex_lock(&m->word);
+		shim_mutex_own(m, u->kind, u->saved);
+	}
+	if (given)
+		ursa_cond_signal(&u->c->c);
 }
 
 static __attribute__((noinline)) int wait_bridged(struct shim_cond *c, pthread_mutex_t *pm,
@@ -135,7 +174,10 @@ static __attribute__((noinline)) int wait_bridged(struct shim_cond *c, pthread_m
 		__atomic_fetch_sub(&c->bridged, 1, __ATOMIC_RELEASE);
 		return r;
 	}
+	struct cancel_undo u = {c, pm, kind, saved, true};
+	pthread_cleanup_push(cond_cancelled, &u);
 	r = ursa_wait(&c->c, &c->guard, clk, abs);
+	pthread_cleanup_pop(0);
 	ursa_mutex_unlock(&c->guard);
 	__atomic_fetch_sub(&c->bridged, 1, __ATOMIC_RELEASE);
 	/* c may be destroyed from here on. */
@@ -160,7 +202,10 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 	} else {
 		r = shim_mutex_disown(m, kind, &saved);
 		if (!r) {
+			struct cancel_undo u = {c, pm, kind, saved, false};
+			pthread_cleanup_push(cond_cancelled, &u);
 			r = ursa_wait(&c->c, &m->word, clk, abs);
+			pthread_cleanup_pop(0);
 			shim_mutex_own(m, kind, saved);
 		}
 	}
@@ -168,10 +213,11 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 	return r;
 }
 
-/* The waits' cancellation point, pthread_testcancel(), comes first in the
- * exported functions' own frames: an unwind from there passes no frame of
- * the shim's with locals (which under ASan would stay poisoned: its runtime
- * does not see the forced unwind of a cancellation). */
+/* The waits' cancellation point on entry, pthread_testcancel(), comes first
+ * in the exported functions' own frames: an unwind from there passes no
+ * frame of the shim's with locals (which under ASan would stay poisoned:
+ * its runtime does not see the forced unwind of a cancellation). A
+ * cancellation while asleep unwinds through ursa's and the shim's frames. */
 SHIM_API int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm)
 {
 	pthread_testcancel();

@@ -18,11 +18,14 @@
  * step/abandon from lib/internal.h.
  *
  * Cancellation: sem_wait, sem_timedwait and sem_clockwait act on a pending
- * request on entry; a thread already asleep acts on it at its next
- * cancellation point (as pthread_cond_wait, lib/shim/cond.c).
+ * request on entry, and while asleep: the sleep runs with asynchronous
+ * cancellation enabled, and a cancelled waiter abandons its wait (which
+ * passes on a unit it may have been woken for) before the program's cleanup
+ * handlers run (lib/cancel.h).
  */
 #include "lib/internal.h"
 
+#include "lib/cancel.h"
 #include "lib/shim/shim.h"
 
 #include <limits.h>
@@ -127,15 +130,18 @@ static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk
 	}
 	SHIM_SAVE_ERRNO;
 	struct ursa_waiter w = {0};
+	ursa__cancel_point.obj = &s->s;
 	int r = -ursa__block_flags(&s->s, &ursa__sem_ops, &w, clk, abs, URSA_BLOCK_EINTR);
+	ursa__cancel_point.obj = NULL;
+	ursa__cancel_point.given = 0;
 	SHIM_RESTORE_ERRNO;
 	if (r == EINTR)
 		shim_count(ST_SEM_EINTR);
 	return r;
 }
 
-/* The cancellation point, pthread_testcancel(), comes first in each
- * exported wait, in a frame without locals (lib/shim/cond.c says why). */
+/* The cancellation point on entry, pthread_testcancel(), comes first in
+ * each exported wait, in a frame without locals (lib/shim/cond.c says why). */
 
 SHIM_API int sem_wait(sem_t *ps)
 {

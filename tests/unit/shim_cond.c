@@ -2,6 +2,8 @@
 /* tests/unit/shim_cond.c — libursa-pthread: pthread_cond_* with every mutex. */
 #include "tests/unit/shim_test.h"
 
+#include <stdio.h>
+
 TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
 
 enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL };
@@ -594,4 +596,225 @@ Test(shim_cond, destroy_sleeps_until_the_waiters_leave)
 Test(shim_cond, destroy_sleeps_until_the_waiters_leave_bridged)
 {
 	run_late(M_ROBUST);
+}
+
+/* ----------------------------------------------- cancellation while asleep */
+
+/* Wait until thread tid is asleep (state S). */
+static void wait_sleeping(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert(f, "open %s", path);
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
+struct asleep {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool timed;
+	atomic_int tid;
+	atomic_int cleanup_ran;
+	int cleanup_unlock; /* what pthread_mutex_unlock said in the handler */
+	int go;		    /* the predicate, under m */
+	int waiting;	    /* plain waiters inside their wait, under m */
+	atomic_int woken;
+};
+
+static void asleep_cleanup(void *p)
+{
+	struct asleep *x = p;
+	x->cleanup_unlock = pthread_mutex_unlock(&x->m);
+	atomic_store(&x->cleanup_ran, 1);
+}
+
+static void *asleep_fn(void *p)
+{
+	struct asleep *x = p;
+	struct timespec far = t_deadline(CLOCK_REALTIME, 3600 * 1000);
+	atomic_store(&x->tid, (int)gettid());
+	pthread_mutex_lock(&x->m);
+	pthread_cleanup_push(asleep_cleanup, x);
+	for (;;) {
+		if (x->timed)
+			pthread_cond_timedwait(&x->c, &x->m, &far);
+		else
+			pthread_cond_wait(&x->c, &x->m);
+	}
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/* An ordinary waiter, to show the condvar still works afterwards. */
+static void *plain_waiter(void *p)
+{
+	struct asleep *x = p;
+	pthread_mutex_lock(&x->m);
+	x->waiting++;
+	while (!x->go)
+		pthread_cond_wait(&x->c, &x->m);
+	x->go--;
+	pthread_mutex_unlock(&x->m);
+	atomic_fetch_add(&x->woken, 1);
+	return NULL;
+}
+
+static void run_cancel_asleep(enum mkind kind, bool timed)
+{
+	struct asleep *x = calloc(1, sizeof(*x));
+	pthread_t t, w[2];
+	void *ret;
+	init_mutex(&x->m, kind);
+	cr_assert_eq(pthread_cond_init(&x->c, NULL), 0);
+	x->timed = timed;
+	cr_assert_eq(pthread_create(&t, NULL, asleep_fn, x), 0);
+	while (!atomic_load(&x->tid))
+		sched_yield();
+	/* Taking the mutex: the thread released it inside its wait. */
+	cr_assert_eq(pthread_mutex_lock(&x->m), 0);
+	cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+	wait_sleeping(atomic_load(&x->tid));
+	cr_assert_eq(pthread_cancel(t), 0);
+	/* Without cancellation of a sleeping waiter this would wait for the
+	 * next signal: bounded, so the test fails rather than hangs. */
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
+	int jr = pthread_timedjoin_np(t, &ret, &dl);
+	if (jr == ETIMEDOUT) {
+		pthread_cond_signal(&x->c); /* let it go, to report */
+		pthread_join(t, &ret);
+	}
+	cr_assert_eq(jr, 0, "the cancelled thread kept sleeping");
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert(atomic_load(&x->cleanup_ran));
+	cr_assert_eq(x->cleanup_unlock, 0, "the cleanup handler did not hold the mutex");
+	/* The condvar and the mutex still work: a signal and a broadcast reach
+	 * the waiters that come next; then both can be destroyed. */
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&w[i], NULL, plain_waiter, x), 0);
+	t_sleep_ms(50);
+	pthread_mutex_lock(&x->m);
+	x->go = 1;
+	cr_assert_eq(pthread_cond_signal(&x->c), 0);
+	pthread_mutex_unlock(&x->m);
+	while (atomic_load(&x->woken) < 1)
+		sched_yield();
+	pthread_mutex_lock(&x->m);
+	x->go = 1;
+	cr_assert_eq(pthread_cond_broadcast(&x->c), 0);
+	pthread_mutex_unlock(&x->m);
+	t_join_all(w, 2);
+	cr_assert_eq(atomic_load(&x->woken), 2);
+	cr_assert_eq(pthread_cond_destroy(&x->c), 0);
+	cr_assert_eq(pthread_mutex_destroy(&x->m), 0);
+	free(x);
+}
+
+Test(shim_cond, cancel_asleep_in_wait)
+{
+	run_cancel_asleep(M_NORMAL, false);
+}
+
+Test(shim_cond, cancel_asleep_in_timedwait)
+{
+	run_cancel_asleep(M_NORMAL, true);
+}
+
+Test(shim_cond, cancel_asleep_errorcheck_mutex)
+{
+	run_cancel_asleep(M_ERRORCHECK, false);
+}
+
+Test(shim_cond, cancel_asleep_recursive_mutex)
+{
+	run_cancel_asleep(M_RECURSIVE, true);
+}
+
+Test(shim_cond, cancel_asleep_bridged)
+{
+	run_cancel_asleep(M_ROBUST, false);
+}
+
+/* A signal that lands just before the cancel may wake the waiter that is
+ * then cancelled: the signal must not be lost for the other waiter (POSIX:
+ * a cancelled waiter consumes no signal while others wait). Repeated, the
+ * signal and the cancel racing; the thread either takes the signal and
+ * returns normally, or is cancelled and the other waiter is woken. */
+static void *predicate_fn(void *p)
+{
+	struct asleep *x = p;
+	atomic_store(&x->tid, (int)gettid());
+	pthread_mutex_lock(&x->m);
+	pthread_cleanup_push(asleep_cleanup, x);
+	while (!x->go)
+		pthread_cond_wait(&x->c, &x->m);
+	x->go--;
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+Test(shim_cond, cancel_does_not_eat_a_signal)
+{
+	int cancelled = 0;
+	for (int round = 0; round < 40; round++) {
+		struct asleep *x = calloc(1, sizeof(*x));
+		pthread_t t, w;
+		void *ret;
+		init_mutex(&x->m, M_NORMAL);
+		cr_assert_eq(pthread_cond_init(&x->c, NULL), 0);
+		cr_assert_eq(pthread_create(&t, NULL, predicate_fn, x), 0);
+		while (!atomic_load(&x->tid))
+			sched_yield();
+		cr_assert_eq(pthread_mutex_lock(&x->m), 0);
+		cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+		wait_sleeping(atomic_load(&x->tid));
+		cr_assert_eq(pthread_create(&w, NULL, plain_waiter, x), 0);
+		/* The plain waiter is inside its wait once we can take m after
+		 * its count (it queued after the first). */
+		for (;;) {
+			cr_assert_eq(pthread_mutex_lock(&x->m), 0);
+			if (x->waiting)
+				break;
+			cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+			sched_yield();
+		}
+		x->go = 1;
+		cr_assert_eq(pthread_cond_signal(&x->c), 0);
+		cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+		cr_assert_eq(pthread_cancel(t), 0);
+		cr_assert_eq(pthread_join(t, &ret), 0);
+		if (ret == PTHREAD_CANCELED) {
+			cancelled++;
+			struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
+			int jr = pthread_timedjoin_np(w, NULL, &dl);
+			if (jr) {
+				pthread_mutex_lock(&x->m);
+				x->go++;
+				pthread_cond_signal(&x->c);
+				pthread_mutex_unlock(&x->m);
+				pthread_join(w, NULL);
+			}
+			cr_assert_eq(jr, 0,
+				     "round %d: the signal went down with the cancelled waiter",
+				     round);
+		} else {
+			/* It took the signal: the other waiter needs its own. */
+			pthread_mutex_lock(&x->m);
+			x->go++;
+			pthread_cond_signal(&x->c);
+			pthread_mutex_unlock(&x->m);
+			pthread_join(w, NULL);
+		}
+		cr_assert_eq(pthread_cond_destroy(&x->c), 0);
+		free(x);
+	}
+	cr_assert_gt(cancelled, 0, "no round cancelled a waiter woken by the signal");
 }

@@ -12,9 +12,9 @@ TestSuite(shim_sem, .timeout = 60, .init = shim_t_require);
 
 Test(shim_sem, every_function_is_the_shims)
 {
-	void *fns[] = {(void *)sem_init,     (void *)sem_destroy,   (void *)sem_wait,
-		       (void *)sem_trywait,  (void *)sem_timedwait, (void *)sem_clockwait,
-		       (void *)sem_post,     (void *)sem_getvalue};
+	void *fns[] = {(void *)sem_init,    (void *)sem_destroy,   (void *)sem_wait,
+		       (void *)sem_trywait, (void *)sem_timedwait, (void *)sem_clockwait,
+		       (void *)sem_post,    (void *)sem_getvalue};
 	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
 }
 
@@ -109,7 +109,7 @@ Test(shim_sem, timeouts_on_each_clock)
 /* ------------------------------------------------- threads, processes */
 
 #define THREADS 4
-#define ITEMS 20000
+#define ITEMS	20000
 
 struct pc {
 	sem_t items, lock;
@@ -356,4 +356,91 @@ Test(shim_sem, cancellation_pending_at_entry)
 	cr_assert_eq(pthread_join(t, &ret), 0);
 	cr_assert_eq(ret, PTHREAD_CANCELED);
 	cr_assert_eq(sem_destroy(&x.s), 0);
+}
+
+/* ---------------------------------------------- cancellation while asleep */
+
+struct sem_asleep {
+	sem_t s;
+	atomic_int tid;
+	atomic_int cleanup_ran;
+	atomic_int took;
+};
+
+static void sem_cleanup(void *p)
+{
+	atomic_store(&((struct sem_asleep *)p)->cleanup_ran, 1);
+}
+
+static void *sem_asleep_fn(void *p)
+{
+	struct sem_asleep *x = p;
+	atomic_store(&x->tid, (int)gettid());
+	pthread_cleanup_push(sem_cleanup, x);
+	for (;;) {
+		if (sem_wait(&x->s) == 0)
+			atomic_fetch_add(&x->took, 1);
+	}
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+static void *sem_plain(void *p)
+{
+	struct sem_asleep *x = p;
+	while (sem_wait(&x->s) != 0)
+		;
+	return NULL;
+}
+
+static void sem_wait_sleeping(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert(f, "open %s", path);
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = 0;
+		char *q = strrchr(buf, ')');
+		if (q && q[1] == ' ' && q[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
+/* pthread_cancel of a thread asleep in sem_wait: it goes at once (its
+ * cleanup handler runs), takes no unit, leaves no registration (the
+ * semaphore still works and can be destroyed). */
+Test(shim_sem, cancel_asleep_in_sem_wait)
+{
+	struct sem_asleep *x = calloc(1, sizeof(*x));
+	pthread_t t, w;
+	void *ret;
+	cr_assert_eq(sem_init(&x->s, 0, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, sem_asleep_fn, x), 0);
+	while (!atomic_load(&x->tid))
+		sched_yield();
+	sem_wait_sleeping(atomic_load(&x->tid));
+	cr_assert_eq(pthread_cancel(t), 0);
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
+	int jr = pthread_timedjoin_np(t, &ret, &dl);
+	if (jr == ETIMEDOUT) {
+		sem_post(&x->s); /* let it go, to report */
+		pthread_join(t, &ret);
+	}
+	cr_assert_eq(jr, 0, "the cancelled thread kept sleeping");
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert(atomic_load(&x->cleanup_ran));
+	cr_assert_eq(atomic_load(&x->took), 0);
+	/* Still a working semaphore: a post reaches the next waiter. */
+	cr_assert_eq(pthread_create(&w, NULL, sem_plain, x), 0);
+	cr_assert_eq(sem_post(&x->s), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	int v;
+	cr_assert_eq(sem_getvalue(&x->s, &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(sem_destroy(&x->s), 0, "a registration was left behind");
+	free(x);
 }
