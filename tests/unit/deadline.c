@@ -117,14 +117,17 @@ Test(deadline, mutex_contended_far_deadlines)
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
 }
 
-/* Wait until thread tid is asleep (state S). */
+/* Wait until thread tid is asleep (state S) or gone (a bounded sleep on a
+ * HANDED mutex ends after URSA_HANDED_SLEEP_MS and claims it: under load the
+ * newcomer may be done before we look). */
 static void wait_sleeping(pid_t tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
 	for (;;) {
 		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
+		if (!f)
+			return;
 		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
 		fclose(f);
 		buf[len] = 0;
