@@ -7,6 +7,7 @@ ursainc_HEADERS = \
 	include/ursa/cond.h \
 	include/ursa/sem.h \
 	include/ursa/event.h \
+	include/ursa/latch.h \
 	include/ursa/waitq.h \
 	include/ursa/wait_any.h \
 	include/ursa/async.h \

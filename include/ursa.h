@@ -14,6 +14,7 @@
 #include <ursa/cond.h>
 #include <ursa/sem.h>
 #include <ursa/event.h>
+#include <ursa/latch.h>
 #include <ursa/waitq.h>
 #include <ursa/wait_any.h>
 #include <ursa/async.h>

@@ -11,6 +11,7 @@ lib_libursa_core_la_SOURCES = \
 	lib/cond.c \
 	lib/event.c \
 	lib/internal.h \
+	lib/latch.c \
 	lib/mutex.c \
 	lib/ops.h \
 	lib/rwlock.c \

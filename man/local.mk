@@ -19,6 +19,13 @@ dist_man3_MANS = \
 	man/ursa_event_wait.3 \
 	man/ursa_event_wait_async.3 \
 	man/ursa_handle_cqe.3 \
+	man/ursa_latch_count_down.3 \
+	man/ursa_latch_destroy.3 \
+	man/ursa_latch_init.3 \
+	man/ursa_latch_timedwait.3 \
+	man/ursa_latch_trywait.3 \
+	man/ursa_latch_wait.3 \
+	man/ursa_latch_wait_async.3 \
 	man/ursa_mutex_destroy.3 \
 	man/ursa_mutex_init.3 \
 	man/ursa_mutex_lock.3 \

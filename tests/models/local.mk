@@ -6,6 +6,7 @@ EXTRA_DIST += tests/models/run.sh \
 	tests/models/futex.pml \
 	tests/models/mutex.pml \
 	tests/models/rwlock.pml \
+	tests/models/latch.pml \
 	tests/models/sem.pml \
 	tests/models/waitq.pml
 # The larger bounds (minutes, gigabytes): not part of make check.

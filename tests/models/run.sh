@@ -51,6 +51,8 @@ sem	-DNWAITERS=3	ok
 event	-DAUTO -DNW=3	ok
 event	-DNW=3	ok
 waitq	-DNSLOT=2 -DNTGT=2	ok
+latch	-DNW=3 -DNDOWN=2	ok
+latch	-DNW=3 -DNDOWN=2 -DBREAK=1	mustfail
 '
 # Larger bounds: minutes each, gigabytes of memory.
 deep_configs='

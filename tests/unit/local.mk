@@ -5,6 +5,7 @@ UNIT_TESTS = \
 	tests/unit/cond \
 	tests/unit/deadline \
 	tests/unit/event \
+	tests/unit/latch \
 	tests/unit/mutex \
 	tests/unit/probe \
 	tests/unit/rwlock \
