@@ -8,11 +8,13 @@
  *
  * Two 32-bit words:
  *
- *   __state   bits 0-28   count: 0 unlocked, 1..MAX_READERS read-locked by
- *                         that many readers, MASK (all 29 bits) write-locked
- *             bit 29      READERS_WAITING: readers may sleep on __state
- *             bit 30      WRITERS_WAITING: writers may sleep on __notify
- *             bit 31      unused, always 0
+ *   __state   bits 0-14   count: 0 unlocked, 1..MAX_READERS read-locked by
+ *                         that many readers, MASK (all 15 bits) write-locked
+ *             bits 15-29  WAITERS: registered waiters, readers and writers,
+ *                         from their first WAIT step until they take the
+ *                         lock or give up (destroy says -EBUSY meanwhile)
+ *             bit 30      READERS_WAITING: readers may sleep on __state
+ *             bit 31      WRITERS_WAITING: writers may sleep on __notify
  *   __notify  bit 0       SHARED: process-shared (constant after init)
  *             bits 1-31   writer notification counter, += 2 per writer wake
  *
@@ -95,11 +97,13 @@
  */
 #include "lib/internal.h"
 
-#define RW_MASK		   ((1u << 29) - 1)
+#define RW_MASK		   ((1u << 15) - 1)
 #define RW_WRITE_LOCKED	   RW_MASK
 #define RW_MAX_READERS	   (RW_MASK - 1)
-#define RW_READERS_WAITING (1u << 29)
-#define RW_WRITERS_WAITING (1u << 30)
+#define RW_WAITER	   (1u << 15)
+#define RW_WAITERS	   (RW_MASK << 15)
+#define RW_READERS_WAITING (1u << 30)
+#define RW_WRITERS_WAITING (1u << 31)
 #define RW_WAITING	   (RW_READERS_WAITING | RW_WRITERS_WAITING)
 
 #define RW_NOTIFY_SHARED 1u
@@ -139,7 +143,7 @@ static inline bool rw_shared(ursa_rwlock_t *l)
 
 int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags)
 {
-	if (!l || (flags & ~URSA_SHARED))
+	if (!l || ((uintptr_t)l & (_Alignof(ursa_rwlock_t) - 1)) || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	__atomic_store_n(&l->__notify, flags & URSA_SHARED, __ATOMIC_RELAXED);
 	__atomic_store_n(&l->__state, 0, __ATOMIC_RELEASE);
@@ -150,9 +154,11 @@ int ursa_rwlock_destroy(ursa_rwlock_t *l)
 {
 	if (!l)
 		return -EINVAL;
-	/* A waiting bit left by a waiter that gave up is cleared by the next
-	 * unlock, so a quiescent lock always reads 0 here. */
-	return (ld_acquire(&l->__state) & (RW_MASK | RW_WAITING)) ? -EBUSY : 0;
+	/* Held, or waited on by a thread or a ring op (registered from its
+	 * first WAIT step until it takes the lock or gives up). A waiting bit
+	 * left by a waiter that gave up is cleared by the next unlock, so a
+	 * quiescent lock always reads 0 here. */
+	return ld_acquire(&l->__state) ? -EBUSY : 0;
 }
 
 /* ---- waking --------------------------------------------------------- */
@@ -210,15 +216,31 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
 
 /* ---- steps (shared with lib/async.c) -------------------------------- */
 
+static int rd_abandon(void *obj, struct ursa_waiter *w);
+
+/* w->registered: this waiter is counted in WAITERS. */
+static inline uint32_t rw_dereg(struct ursa_waiter *w)
+{
+	return w->registered ? RW_WAITER : 0;
+}
+
+/* Register in the same CAS as the announcement; -EAGAIN if WAITERS is
+ * full (32767 waiters). */
+static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
+{
+	return !w->registered && (s & RW_WAITERS) == RW_WAITERS;
+}
+
 static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_rwlock_t *l = obj;
-	(void)w;
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
 		if (rw_read_lockable(s)) {
-			if (cas_acq(&l->__state, &s, s + 1))
+			if (cas_acq(&l->__state, &s, s + 1 - rw_dereg(w))) {
+				w->registered = 0;
 				return URSA_STEP_DONE;
+			}
 			continue;
 		}
 		if (rw_count(s) == RW_MAX_READERS) {
@@ -229,14 +251,20 @@ static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 			if ((s & RW_WAITING) == RW_READERS_WAITING &&
 			    cas_relaxed(&l->__state, &s, s & ~RW_READERS_WAITING))
 				ursa_k_futex_wake(&l->__state, INT_MAX, rw_shared(l));
+			rd_abandon(l, w);
 			return -EAGAIN;
 		}
+		if (rw_waiters_full(s, w))
+			return -EAGAIN;
 		/* Announce ourselves so that the unlock that makes the lock
-		 * readable wakes us. Relaxed: the bit publishes no data. */
-		if (!(s & RW_READERS_WAITING)) {
-			if (!cas_relaxed(&l->__state, &s, s | RW_READERS_WAITING))
+		 * readable wakes us, registering (WAITERS + 1) in the same CAS.
+		 * Relaxed: the bit publishes no data. */
+		if (!(s & RW_READERS_WAITING) || !w->registered) {
+			uint32_t n = (s | RW_READERS_WAITING) + (w->registered ? 0 : RW_WAITER);
+			if (!cas_relaxed(&l->__state, &s, n))
 				continue;
-			s |= RW_READERS_WAITING;
+			s = n;
+			w->registered = 1;
 		}
 		out->addr = &l->__state;
 		out->val = s;
@@ -250,17 +278,21 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 {
 	ursa_rwlock_t *l = obj;
 	/* Readers are woken all together, never singled out: a reader that
-	 * gives up took no wake from anyone else. Its READERS_WAITING bit, if
-	 * still set, is cleared by the next unlock (one spare wake). */
-	(void)l;
-	(void)w;
+	 * gives up took no wake from anyone else; it only deregisters. Its
+	 * READERS_WAITING bit, if still set, is cleared by the next unlock
+	 * (one spare wake). */
+	if (w->registered) {
+		__atomic_fetch_sub(&l->__state, RW_WAITER, __ATOMIC_RELAXED);
+		w->registered = 0;
+	}
 	return 0;
 }
 
 /*
- * w->registered: this writer has announced itself (WRITERS_WAITING was set
- * when it last looked); it then keeps the bit when it takes the lock (Rust's
- * other_writers_waiting). w->aux: the __notify snapshot it sleeps on.
+ * w->registered: this writer is counted in WAITERS and has announced itself
+ * (WRITERS_WAITING was set when it last looked); it then keeps the bit when
+ * it takes the lock (Rust's other_writers_waiting). w->aux: the __notify
+ * snapshot it sleeps on.
  */
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
@@ -269,14 +301,18 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	for (;;) {
 		if (rw_unlocked(s)) {
 			uint32_t keep = w->registered ? RW_WRITERS_WAITING : 0;
-			if (cas_acq(&l->__state, &s, s | RW_WRITE_LOCKED | keep)) {
+			if (cas_acq(&l->__state, &s,
+				    (s - rw_dereg(w)) | RW_WRITE_LOCKED | keep)) {
 				w->registered = 0;
 				return URSA_STEP_DONE;
 			}
 			continue;
 		}
-		if (!(s & RW_WRITERS_WAITING)) {
-			if (!cas_relaxed(&l->__state, &s, s | RW_WRITERS_WAITING))
+		if (rw_waiters_full(s, w))
+			return -EAGAIN;
+		if (!(s & RW_WRITERS_WAITING) || !w->registered) {
+			uint32_t n = (s | RW_WRITERS_WAITING) + (w->registered ? 0 : RW_WAITER);
+			if (!cas_relaxed(&l->__state, &s, n))
 				continue;
 		}
 		w->registered = 1;
@@ -328,7 +364,7 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 	if (!w->registered)
 		return 0;
 	w->registered = 0;
-	uint32_t s = ld_relaxed(&l->__state);
+	uint32_t s = __atomic_sub_fetch(&l->__state, RW_WAITER, __ATOMIC_RELAXED);
 	for (;;) {
 		if (rw_unlocked(s)) {
 			wake_writer_or_readers(l, s, true);
@@ -432,12 +468,27 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 	if (unlikely(!l))
 		return -EINVAL;
 	uint32_t s = ld_relaxed(&l->__state);
-	uint32_t c = rw_count(s);
-	/* Fast: one of 1..MAX_READERS readers leaves and nobody needs a wake
-	 * (not the last reader, or no waiting bit). c - 1 wraps for c == 0. */
-	if (likely(c - 1 < RW_MAX_READERS && (c > 1 || !(s & RW_WAITING))) &&
-	    cas_rel(&l->__state, &s, s - 1))
-		return 0;
+	/* Fast: a reader holds it (1..MAX_READERS; c - 1 wraps for c == 0),
+	 * and the count cannot leave that range while we do: one atomic
+	 * subtraction, no compare-and-swap to lose against other readers.
+	 * Release: our reads of the protected data happen before the next
+	 * writer's writes. */
+	if (likely(rw_count(s) - 1 < RW_MAX_READERS)) {
+		s = __atomic_fetch_sub(&l->__state, 1, __ATOMIC_RELEASE);
+		uint32_t c = rw_count(s);
+		if (likely(c > 1))
+			return 0;
+		if (likely(c == 1)) {
+			/* The last reader out wakes whoever waits. */
+			if (s & RW_WAITING)
+				wake_writer_or_readers(l, s - 1, false);
+			return 0;
+		}
+		/* Not read-locked after all (a caller that holds no read lock
+		 * raced with the last reader): undo, and say so. */
+		__atomic_fetch_add(&l->__state, 1, __ATOMIC_RELAXED);
+		return -EPERM;
+	}
 	return rdunlock_slow(l);
 }
 

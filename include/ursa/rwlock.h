@@ -29,7 +29,8 @@ typedef struct ursa_rwlock {
 URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
 
 /* Take a read lock, blocking while a writer holds or waits for *l.
- * Returns 0, -EAGAIN (reader count would overflow), -EINVAL. Blocks. */
+ * Returns 0, -EAGAIN (32766 readers hold it, or 32767 waiters already
+ * wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
 
 /* Take a read lock if that needs no wait. Returns 0, -EBUSY, -EAGAIN, -EINVAL. */
@@ -42,19 +43,22 @@ URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const stru
 URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
 
 /* Take the write lock, blocking until no reader or writer holds *l.
- * Returns 0 or -EINVAL. Blocks. */
+ * Returns 0, -EAGAIN (32767 waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);
 
 /* Take the write lock if *l is free now. Returns 0, -EBUSY, -EINVAL. */
 URSA_API int ursa_rwlock_trywrlock(ursa_rwlock_t *l);
 
-/* Write lock with a deadline. Returns 0, -ETIMEDOUT, -EINVAL. Blocks. */
+/* Write lock with a deadline. Returns 0, -ETIMEDOUT, -EAGAIN, -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs);
 
 /* Drop the write lock. Returns 0, -EPERM (not write-locked), -EINVAL. */
 URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
 
-/* Check *l is unlocked and unwaited. Returns 0, -EBUSY, -EINVAL. */
+/* Check *l is unlocked and unwaited, for reuse or freeing. Returns 0,
+ * -EBUSY (held, or waited on by a blocked thread or a ring op, including
+ * one whose SQE is not yet submitted or whose CQE is not yet handled),
+ * -EINVAL. Never blocks. */
 URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

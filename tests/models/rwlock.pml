@@ -39,12 +39,16 @@
 #endif
 
 /* __state: count in bits 0-2 (0 unlocked, 1..MAXR readers, WL write-locked),
- * READERS_WAITING bit 3, WRITERS_WAITING bit 4. */
+ * READERS_WAITING bit 3, WRITERS_WAITING bit 4, WAITERS (registered
+ * waiters: from their first WAIT step until they take the lock or give up;
+ * destroy says -EBUSY while it is not 0) bits 5-7. */
 #define WL 7
 #define MAXR 6
 #define RW 8
 #define WW 16
 #define WAITING (RW | WW)
+#define CNT_ONE 32
+#define CNT(s) ((s) & ~31)
 #define COUNT(s) ((s) & 7)
 #define UNLOCKED(s) (COUNT(s) == 0)
 #define LOCKABLE(s) (COUNT(s) < MAXR && ((s) & WAITING) == 0)
@@ -101,8 +105,21 @@ byte readers, writers;	/* inside now */
 #define rd_step(r)								\
 	atomic {								\
 		if								\
-		:: LOCKABLE(state) -> state++; r = DONE				\
-		:: else -> state = state | RW; want = state; r = WAIT		\
+		:: LOCKABLE(state) ->						\
+			state = state + 1 - (registered -> CNT_ONE : 0);	\
+			registered = false; r = DONE				\
+		:: else ->							\
+			state = (state | RW) + (registered -> 0 : CNT_ONE);	\
+			registered = true; want = state; r = WAIT		\
+		fi								\
+	}
+
+/* ursa__rwlock_rd_abandon: deregister. */
+#define rd_abandon()								\
+	atomic {								\
+		if								\
+		:: registered -> state = state - CNT_ONE; registered = false	\
+		:: else								\
 		fi								\
 	}
 
@@ -113,9 +130,12 @@ byte readers, writers;	/* inside now */
 	:: atomic {								\
 		if								\
 		:: UNLOCKED(state) ->						\
-			state = state | WL | (registered -> WW : 0);		\
+			state = (state - (registered -> CNT_ONE : 0)) | WL |	\
+				(registered -> WW : 0);				\
 			registered = false; r = DONE				\
-		:: else -> state = state | WW; registered = true; r = WAIT	\
+		:: else ->							\
+			state = (state | WW) + (registered -> 0 : CNT_ONE);	\
+			registered = true; r = WAIT				\
 		fi								\
 	   };									\
 		if								\
@@ -137,6 +157,7 @@ byte readers, writers;	/* inside now */
 	:: registered ->							\
 		registered = false;						\
 		atomic {							\
+			state = state - CNT_ONE;				\
 			if							\
 			:: UNLOCKED(state) -> act = 3				\
 			:: else -> state = state | WW; act = 0			\
@@ -213,10 +234,12 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			/* Deadline past before sleeping / cancel before re-arm. */
 			if
 			:: stops > 0 -> stops--;
-				if :: writer -> wr_abandon() :: else fi;
+				if :: writer -> wr_abandon() :: else -> rd_abandon() fi;
 				break
 			:: true
 			fi;
+			/* registered: destroy would say -EBUSY now */
+			assert(registered && CNT(state) > 0);
 			if
 			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0), spur, r)
 			:: else -> futex_wait(A_STATE, state, want, (stops > 0), spur, r)
@@ -235,7 +258,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 				if
 				:: r == DONE -> got = true
 				:: else ->
-					if :: writer -> wr_abandon() :: else fi
+					if :: writer -> wr_abandon() :: else -> rd_abandon() fi
 				fi;
 				break
 			:: else

@@ -5,6 +5,7 @@
 #include "tests/helpers.h"
 
 #include <errno.h>
+#include <liburing.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <ursa/async.h>
 
 TestSuite(rwlock, .timeout = 60);
 
@@ -26,13 +28,13 @@ static void die_with_parent(void)
 
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
- * low 29 bits of __state. Used only where a black-box test cannot get in
- * reasonable time (2^29 read locks) or to see that a waiter announced
- * itself before we go on.
+ * low 15 bits of __state, the waiting bits are bits 30 and 31. Used only
+ * where a black-box test cannot get in reasonable time (32766 read locks)
+ * or to see that a waiter announced itself before we go on.
  */
-#define T_RW_MAX_READERS     ((1u << 29) - 2)
-#define T_RW_READERS_WAITING (1u << 29)
-#define T_RW_WRITERS_WAITING (1u << 30)
+#define T_RW_MAX_READERS     ((1u << 15) - 2)
+#define T_RW_READERS_WAITING (1u << 30)
+#define T_RW_WRITERS_WAITING (1u << 31)
 
 static uint32_t peek_state(ursa_rwlock_t *l)
 {
@@ -751,4 +753,51 @@ Test(rwlock, processes_sleepers_are_woken)
 	cr_assert_eq(x->writes, 3);
 	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 	t_shared_free(x, sizeof(*x));
+}
+
+/*
+ * Issue 12: destroy must say -EBUSY while a ring op waits on the rwlock —
+ * its SQE queued but not submitted, or its CQE not yet handled — not only
+ * while the lock is held: the caller would free memory the op still uses.
+ * The waiter is registered from its first WAIT step until it takes the
+ * lock (or gives up). Both kinds of op, both moments; after the op
+ * finishes and unlocks, destroy says 0.
+ */
+Test(rwlock, destroy_busy_while_ring_op_waits)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	for (int writer = 0; writer < 2; writer++) {
+		for (int submitted = 0; submitted < 2; submitted++) {
+			ursa_rwlock_t l;
+			struct ursa_op op = URSA_OP_INIT, *done = NULL;
+			cr_assert_eq(ursa_rwlock_init(&l, 0), 0);
+			cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+			int rc = writer ? ursa_rwlock_wrlock_async(&r, &l, &op)
+					: ursa_rwlock_rdlock_async(&r, &l, &op);
+			cr_assert_eq(rc, 0, "in flight behind the writer");
+			if (submitted)
+				cr_assert_eq(io_uring_submit(&r), 1);
+			/* The unlock wakes the op (submitted: its CQE comes) or
+			 * finds nobody asleep (not submitted yet). */
+			cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+			cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY,
+				     "%s op %s: destroy while it waits", writer ? "write" : "read",
+				     submitted ? "with its CQE pending" : "not submitted");
+			while (!done) {
+				struct io_uring_cqe *cqe;
+				io_uring_submit(&r);
+				cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
+				cr_assert_eq(ursa_handle_cqe(&r, cqe, &done), 1);
+				io_uring_cqe_seen(&r, cqe);
+			}
+			cr_assert_eq(done, &op);
+			cr_assert_eq(op.res, 0, "res %d", op.res);
+			cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY, "held by the op");
+			cr_assert_eq(writer ? ursa_rwlock_wrunlock(&l) : ursa_rwlock_rdunlock(&l), 0);
+			cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+		}
+	}
+	io_uring_queue_exit(&r);
 }
