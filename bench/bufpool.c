@@ -54,7 +54,7 @@ struct opts {
 	const char *csv;
 	const char *plot;
 	const char *dir;
-	bool quick, buffered, recreate, unsafe, sweep, no_prefetch, procs;
+	bool quick, buffered, recreate, unsafe, sweep, no_prefetch, procs, no_fixed;
 	/* which options the command line gave (a preset fills the others) */
 	bool set_workers, set_inflight, set_write_pct, set_theta, set_hot, set_txn_pages;
 };
@@ -91,6 +91,8 @@ static void usage(FILE *f)
 	       "  --procs           workers (threads engines) and loops (ring) are forked\n"
 	       "                    processes over a MAP_SHARED pool with process-shared\n"
 	       "                    locks and wait queues (PostgreSQL's model)\n"
+	       "  --no-fixed        ring: plain reads and writes instead of fixed-buffer ones\n"
+	       "                    on the pool's frames registered with each loop's ring\n"
 	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
 	       "  --file-mb N       data file size (default 64)\n"
@@ -165,7 +167,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_PRESET,
 		O_HOT,
 		O_NO_PREFETCH,
-		O_PROCS
+		O_PROCS,
+		O_NO_FIXED
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -193,6 +196,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"hot-pages", required_argument, 0, O_HOT},
 	    {"no-prefetch", no_argument, 0, O_NO_PREFETCH},
 	    {"procs", no_argument, 0, O_PROCS},
+	    {"no-fixed", no_argument, 0, O_NO_FIXED},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
@@ -256,6 +260,9 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_PROCS:
 			o->procs = true;
+			break;
+		case O_NO_FIXED:
+			o->no_fixed = true;
 			break;
 		case O_PRESET:
 			if (strcmp(optarg, "default") && strcmp(optarg, "contended"))
@@ -923,6 +930,7 @@ int main(int argc, char **argv)
 	    .unsafe = o.unsafe,
 	    .prefetch = !o.no_prefetch,
 	    .procs = o.procs,
+	    .no_fixed = o.no_fixed,
 	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
 	};
 	c.nbufs = (uint32_t)(o.pool_pages > 0 ? (uint64_t)o.pool_pages : c.npages / 4);

@@ -120,6 +120,7 @@ struct loop {
 	struct bp_stats *s;
 	uint64_t rng;
 	struct txn *ready, **ready_tail;
+	bool fixed; /* the pool's pages are registered with the ring (buffer 0) */
 	pthread_t tid;
 	int id;
 };
@@ -209,16 +210,29 @@ static void txn_check_op(struct txn *t)
 		bp_die("bufpool ring: async op finished with %s\n", strerror(-t->op.res));
 }
 
-static void txn_io(struct loop *l, struct txn *t, bool write, struct buf *b, int64_t page)
+/* A page read or write, into or from b's frame: a fixed-buffer op when the
+ * pool's pages are registered with the ring (no page pinning per I/O: with
+ * --procs the frames are shared memory, whose per-I/O pinning is slow),
+ * else a plain one. */
+static void loop_prep_io(struct loop *l, struct io_uring_sqe *sqe, bool write, struct buf *b,
+			 int64_t page)
 {
 	const struct bp_config *c = l->sh->pool->cfg;
-	struct io_uring_sqe *sqe = loop_sqe(l);
-	if (write)
-		io_uring_prep_write(sqe, c->fd, b->data, BP_PAGE_SIZE,
-				    (uint64_t)page * BP_PAGE_SIZE);
+	uint64_t off = (uint64_t)page * BP_PAGE_SIZE;
+	if (l->fixed && write)
+		io_uring_prep_write_fixed(sqe, c->fd, b->data, BP_PAGE_SIZE, off, 0);
+	else if (l->fixed)
+		io_uring_prep_read_fixed(sqe, c->fd, b->data, BP_PAGE_SIZE, off, 0);
+	else if (write)
+		io_uring_prep_write(sqe, c->fd, b->data, BP_PAGE_SIZE, off);
 	else
-		io_uring_prep_read(sqe, c->fd, b->data, BP_PAGE_SIZE,
-				   (uint64_t)page * BP_PAGE_SIZE);
+		io_uring_prep_read(sqe, c->fd, b->data, BP_PAGE_SIZE, off);
+}
+
+static void txn_io(struct loop *l, struct txn *t, bool write, struct buf *b, int64_t page)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+	loop_prep_io(l, sqe, write, b, page);
 	io_uring_sqe_set_data(sqe, t);
 }
 
@@ -309,8 +323,7 @@ static void txn_prefetch(struct loop *l, struct txn *t)
 		pf->page = t->pages[k];
 		pf->t = t;
 		struct io_uring_sqe *sqe = loop_sqe(l);
-		io_uring_prep_read(sqe, c->fd, b->data, BP_PAGE_SIZE,
-				   (uint64_t)pf->page * BP_PAGE_SIZE);
+		loop_prep_io(l, sqe, false, b, pf->page);
 		io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)pf | 1);
 		l->s->prefetches++;
 	}
@@ -583,6 +596,12 @@ static void *loop_main(void *arg)
 	int rc = io_uring_queue_init(entries, &l->ring, 0);
 	if (rc)
 		bp_die("bufpool ring: io_uring_queue_init: %s\n", strerror(-rc));
+	/* Register the pool's frames as buffer 0 (PostgreSQL 18 does the same
+	 * with its shared buffers); without it (no memlock allowance) the
+	 * plain ops are used. */
+	const struct bp_config *c = l->sh->pool->cfg;
+	struct iovec iov = {l->sh->pool->mem, (size_t)c->nbufs * BP_PAGE_SIZE};
+	l->fixed = !c->no_fixed && io_uring_register_buffers(&l->ring, &iov, 1) == 0;
 
 	l->ready = NULL;
 	l->ready_tail = &l->ready;
