@@ -82,9 +82,12 @@ static int wb_wait(struct wb_shared *sh, struct wb_waiter *w, int round)
 		return 0;
 	case WB_RAW:
 		__atomic_store_n(&w->ready, round + 1, __ATOMIC_RELEASE);
-		while (__atomic_load_n(&w->fword, __ATOMIC_ACQUIRE) != (uint32_t)round + 1)
-			if (syscall(SYS_futex, &w->fword, FUTEX_WAIT_PRIVATE, (uint32_t)round, NULL,
-				    NULL, 0) &&
+		/* Sleep while the word holds what it holds now (the number of the
+		 * last raw round + 1, not necessarily this round's: the modes
+		 * interleave), until the waker stores this round's. */
+		for (uint32_t v; (v = __atomic_load_n(&w->fword, __ATOMIC_ACQUIRE)) !=
+				 (uint32_t)round + 1;)
+			if (syscall(SYS_futex, &w->fword, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0) &&
 			    errno != EAGAIN && errno != EINTR)
 				return -errno;
 		return 0;
