@@ -16,6 +16,7 @@
 #include "kernel/wake.h"
 
 #include "kernel/uring.h"
+#include "lib/trace.h"
 
 #include <string.h>
 
@@ -66,6 +67,7 @@ static void rescue_unconsumed(struct ursa_k_wake_batch *b)
 
 static void submit(struct ursa_k_wake_batch *b)
 {
+	URSA_TRACE(wake_batch, b->ring, b->queued);
 	io_uring_submit(b->ring);
 	b->entries++;
 	b->queued = 0;

@@ -54,6 +54,7 @@
  * the ring. Parked ops are kept per thread and retried by that thread.
  */
 #include "lib/internal.h"
+#include "lib/trace.h"
 
 #include "kernel/uring.h"
 
@@ -212,12 +213,14 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 		ursa_k_prep_link_timeout_abs(sqe[1], &P(op)->ts, deadline_clock(op));
 		ursa_k_sqe_finish(sqe[1], ursa__aux_tag(URSA_AUX_TIMEOUT), false);
 	}
+	URSA_TRACE(async_arm, op, wt->addr, wt->kind);
 	return 0;
 }
 
 /* The op is over: nothing of ursa's refers to it any more. */
 static int op_done(struct ursa_op *op, int res)
 {
+	URSA_TRACE(async_complete, op, res);
 	op->res = res;
 	op->__priv32 = (op->__priv32 & ~(ST_MASK | F_DEADLINE | F_REALTIME | F_THEN | F_PARK_SHARED)) |
 		       S_DONE;

@@ -18,6 +18,7 @@ lib_libursa_core_la_SOURCES = \
 	lib/sem.c \
 	lib/step.h \
 	lib/time.c \
+	lib/trace.h \
 	lib/version.c \
 	lib/wait_any.c \
 	lib/waitq.c

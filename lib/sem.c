@@ -52,6 +52,7 @@
  * in-flight operation, far fewer.
  */
 #include "lib/internal.h"
+#include "lib/trace.h"
 
 #define S_SHARED 0x80000000u
 #define S_COUNT 0x7fffffffu
@@ -174,7 +175,10 @@ static int sem_wait_slow(ursa_sem_t *s, clockid_t clk, const struct timespec *ab
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(s, &ursa__sem_ops, &w, clk, abs);
+	URSA_TRACE(sem_wait_begin, s);
+	int r = ursa__block(s, &ursa__sem_ops, &w, clk, abs);
+	URSA_TRACE(sem_wait_end, s, r);
+	return r;
 }
 
 int ursa_sem_trywait(ursa_sem_t *s)
