@@ -96,6 +96,7 @@
  * wakes happening between its snapshot and its sleep; not a practical risk.
  */
 #include "lib/internal.h"
+#include "lib/trace.h"
 
 #define RW_MASK		   ((1u << 15) - 1)
 #define RW_WRITE_LOCKED	   RW_MASK
@@ -404,7 +405,10 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(l, &ursa__rwlock_rd_ops, &w, clk, abs);
+	URSA_TRACE(rwlock_rdwait_begin, l);
+	int r = ursa__block(l, &ursa__rwlock_rd_ops, &w, clk, abs);
+	URSA_TRACE(rwlock_rdwait_end, l, r);
+	return r;
 }
 
 int ursa_rwlock_rdlock(ursa_rwlock_t *l)
@@ -509,7 +513,10 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(l, &ursa__rwlock_wr_ops, &w, clk, abs);
+	URSA_TRACE(rwlock_wrwait_begin, l);
+	int r = ursa__block(l, &ursa__rwlock_wr_ops, &w, clk, abs);
+	URSA_TRACE(rwlock_wrwait_end, l, r);
+	return r;
 }
 
 int ursa_rwlock_wrlock(ursa_rwlock_t *l)
