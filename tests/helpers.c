@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
+#define URSA_TESTS_HELPERS_C /* the suites, not this file, carry the report hook */
 #include "tests/helpers.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +40,23 @@ void t_sleep_ms(long ms)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) != 0)
 		;
+}
+
+long t_iters(long n)
+{
+	const char *e = getenv("URSA_TEST_SCALE");
+	double f = e ? atof(e) : 1.0;
+	if (!(f > 0))
+		f = 1.0;
+	long r = (long)((double)n * f);
+	return r > 0 ? r : 1;
+}
+
+long t_nvcsw(void)
+{
+	struct rusage ru;
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
 }
 
 void *t_shared_alloc(size_t len)
@@ -93,4 +115,49 @@ void t_require_uring_futex(bool want_waitv)
 		cr_skip_test("kernel lacks IORING_OP_FUTEX_WAIT/WAKE (needs Linux 6.7+)");
 	if (want_waitv && !f.uring_futexv)
 		cr_skip_test("kernel lacks IORING_OP_FUTEX_WAITV (needs Linux 6.7+)");
+}
+
+static const char *ring_setup(void)
+{
+	const char *e = getenv("URSA_TEST_RING_SETUP");
+	return e && *e ? e : "default";
+}
+
+const char *t_ring_setup_name(void)
+{
+	return ring_setup();
+}
+
+unsigned t_ring_setup_flags(void)
+{
+	const char *s = ring_setup();
+	if (strcmp(s, "sqpoll") == 0)
+		return IORING_SETUP_SQPOLL;
+	if (strcmp(s, "coop") == 0)
+		return IORING_SETUP_COOP_TASKRUN;
+	if (strcmp(s, "defer") == 0)
+		return IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	cr_assert(strcmp(s, "default") == 0,
+		  "URSA_TEST_RING_SETUP=%s: not default, sqpoll, coop or defer", s);
+	return 0;
+}
+
+int t_ring_init_params(unsigned entries, struct io_uring *r, struct io_uring_params *p)
+{
+	unsigned extra = t_ring_setup_flags();
+	p->flags |= extra;
+	if ((extra & IORING_SETUP_SQPOLL) && !p->sq_thread_idle)
+		p->sq_thread_idle = 100; /* ms: the poller sleeps between tests' bursts */
+	int rc = io_uring_queue_init_params(entries, r, p);
+	if (rc == -EINVAL && extra)
+		cr_skip_test("the kernel refuses ring setup %s (flags %#x)", ring_setup(), p->flags);
+	return rc;
+}
+
+int t_ring_init(unsigned entries, struct io_uring *r, unsigned flags)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = flags;
+	return t_ring_init_params(entries, r, &p);
 }

@@ -3,7 +3,7 @@
 # initramfs: the blocking API passes, the async tests skip with the probe's
 # reason. Downloads the kernel package once into the build tree's
 # oldkernel/. See tests/oldkernel/run.sh.
-OLDKERNEL_SUITES = $(filter-out tests/tsan/tsan_driver,$(check_PROGRAMS))
+OLDKERNEL_SUITES = $(check_PROGRAMS)
 # scripts/deps.sh --oldkernel first installs qemu, busybox-static and cpio
 # when they are missing (a fresh machine runs the test instead of skipping).
 check-oldkernel: lib/libursa.la $(check_PROGRAMS)

@@ -87,9 +87,16 @@ Test(mutex, timed_past_deadline_no_sleep)
 	for (int i = 0; i < 2; i++) {
 		struct timespec past = t_deadline(clks[i], -10);
 		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &past), 0, "free: taken despite past deadline");
-		uint64_t t0 = t_now_ns();
-		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &past), -ETIMEDOUT);
-		cr_assert_lt(t_now_ns() - t0, 50000000ull, "must not sleep");
+		long sw = t_nvcsw();
+		int r = ursa_mutex_timedlock(&m, clks[i], &past);
+		sw = t_nvcsw() - sw;
+		cr_assert_eq(r, -ETIMEDOUT);
+		cr_assert_eq(sw, 0, "must not sleep: %ld voluntary context switches", sw);
+		/* The observation can fail: a wait that sleeps is counted. */
+		struct timespec soon = t_deadline(clks[i], 2);
+		sw = t_nvcsw();
+		cr_assert_eq(ursa_mutex_timedlock(&m, clks[i], &soon), -ETIMEDOUT);
+		cr_assert_gt(t_nvcsw() - sw, 0, "a 2 ms wait on a held mutex did not sleep");
 		cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	}
 }
@@ -169,17 +176,17 @@ static void run_excl(unsigned flags, int nthreads, long iters, int timed)
 
 Test(mutex, exclusion_threads_private)
 {
-	run_excl(0, 4, 200000, 0);
+	run_excl(0, 4, t_iters(200000), 0);
 }
 
 Test(mutex, exclusion_threads_shared_flag)
 {
-	run_excl(URSA_SHARED, 4, 100000, 0);
+	run_excl(URSA_SHARED, 4, t_iters(100000), 0);
 }
 
 Test(mutex, exclusion_threads_timed)
 {
-	run_excl(0, 4, 100000, 1);
+	run_excl(0, 4, t_iters(100000), 1);
 }
 
 /* ---- mutual exclusion across processes ------------------------------- */

@@ -1,31 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/tsan/tsan_driver.c — every primitive's contended paths under real
- * threads, as a plain C program (no Criterion).
+ * tests/integration/contended.c — every primitive's contended paths under
+ * real threads: blocking callers alone, then with a thread that waits in a
+ * ring among them; private and URSA_SHARED.
  *
- * Why a separate program: Criterion cannot run under ThreadSanitizer (its
- * boxfort arena fails: "Could not initialize inheritable arena", Criterion
- * issue #274), so `make check-tsan` builds the library and this driver with
- * -fsanitize=thread and runs it. The same driver runs in the ordinary
- * `make check` (cheap, and a second opinion on the invariants), in the
- * ASan/UBSan build, and as the test program of `make check-oldkernel`
- * (statically linked, in a 6.1 kernel under qemu).
+ * Each test checks the property that matters: mutual exclusion through an
+ * `inside` counter and plain (non-atomic) protected data — so that
+ * ThreadSanitizer, which runs this suite in a --enable-sanitizers=thread
+ * tree, also sees any missing happens-before edge — counts conserved, each
+ * item or unit taken exactly once. A lost wakeup shows up as a hang, which
+ * the test's timeout turns into a failure naming the test. The ring tests
+ * skip, with the probe's reason, on kernels without the io_uring futex
+ * operations (before 6.7) or with io_uring disabled.
  *
- * Every section checks the property that matters with CHECK (always on,
- * independent of NDEBUG): mutual exclusion through an `inside` counter and
- * plain (non-atomic) protected data — so that TSan also sees any missing
- * happens-before edge — counts conserved, each item or unit taken exactly
- * once. A lost wakeup shows up as a hang, which the watchdog (alarm) turns
- * into a failure naming the section.
- *
- * Primitives still being written by others may be missing from the library
- * being tested: every function outside the mutex is referenced weakly, and a
- * section whose functions are absent says "skipped (not in this build)". The
- * async sections also skip, with the probe's reason, on kernels without the
- * io_uring futex operations (before 6.7) or with io_uring disabled.
- *
- * Usage: tsan_driver [-s SCALE] [-v]   (SCALE multiplies iteration counts)
- * Exit: 0 all sections passed or skipped, 1 an invariant failed, 2 a hang.
+ * URSA_TEST_SCALE (a factor) scales the iteration counts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,122 +30,16 @@
 #include <unistd.h>
 #include <ursa.h>
 
-/* ---- weak references: cover what this build of the library has -------- */
+#include "tests/helpers.h"
 
-#pragma weak ursa_rwlock_init
-#pragma weak ursa_rwlock_rdlock
-#pragma weak ursa_rwlock_tryrdlock
-#pragma weak ursa_rwlock_timedrdlock
-#pragma weak ursa_rwlock_rdunlock
-#pragma weak ursa_rwlock_wrlock
-#pragma weak ursa_rwlock_trywrlock
-#pragma weak ursa_rwlock_timedwrlock
-#pragma weak ursa_rwlock_wrunlock
-#pragma weak ursa_rwlock_destroy
-#pragma weak ursa_cond_init
-#pragma weak ursa_cond_wait
-#pragma weak ursa_cond_timedwait
-#pragma weak ursa_cond_signal
-#pragma weak ursa_cond_broadcast
-#pragma weak ursa_cond_destroy
-#pragma weak ursa_sem_init
-#pragma weak ursa_sem_post
-#pragma weak ursa_sem_wait
-#pragma weak ursa_sem_trywait
-#pragma weak ursa_sem_timedwait
-#pragma weak ursa_sem_value
-#pragma weak ursa_sem_destroy
-#pragma weak ursa_event_init
-#pragma weak ursa_event_set
-#pragma weak ursa_event_reset
-#pragma weak ursa_event_wait
-#pragma weak ursa_event_trywait
-#pragma weak ursa_event_timedwait
-#pragma weak ursa_event_destroy
-#pragma weak ursa_waitq_size
-#pragma weak ursa_waitq_init
-#pragma weak ursa_waitq_prepare
-#pragma weak ursa_waitq_wait
-#pragma weak ursa_waitq_cancel
-#pragma weak ursa_waitq_wake
-#pragma weak ursa_waitq_wake_upto
-#pragma weak ursa_waitq_wake_slot
-#pragma weak ursa_wait_any
-#pragma weak ursa_mutex_lock_async
-#pragma weak ursa_rwlock_rdlock_async
-#pragma weak ursa_rwlock_wrlock_async
-#pragma weak ursa_cond_wait_async
-#pragma weak ursa_sem_wait_async
-#pragma weak ursa_event_wait_async
-#pragma weak ursa_waitq_wait_async
-#pragma weak ursa_wait_any_async
-#pragma weak ursa_op_set_deadline
-#pragma weak ursa_handle_cqe
-#pragma weak ursa_op_cancel
+/* ---- checking and helpers ------------------------------------------- */
 
-/* ---- checking, watchdog, helpers -------------------------------------- */
+/* Iteration counts: t_iters(n) scales n by URSA_TEST_SCALE. */
+#define ITERS(n) ((int)t_iters(n))
 
-static const char *volatile g_section = "start";
-static int g_scale = 1;
-static int g_verbose;
-static int g_skipped, g_passed;
+TestSuite(contended, .timeout = 240);
 
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (!(cond))                                                          \
-			check_failed(__LINE__, #cond, __VA_ARGS__);                   \
-	} while (0)
-
-__attribute__((noreturn, format(printf, 3, 4))) static void check_failed(int line,
-									  const char *expr,
-									  const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "tsan_driver: FAIL [%s] line %d: %s: ", g_section, line, expr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	_exit(1);
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	static const char msg[] = "tsan_driver: HANG (lost wakeup or deadlock) in section ";
-	const char *s = g_section;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	(void)!write(2, s, strlen(s));
-	(void)!write(2, "\n", 1);
-	_exit(2);
-}
-
-/* Each section must finish within this many seconds (TSan is ~10x slower). */
-#define SECTION_BUDGET_S 120
-
-static void section(const char *name)
-{
-	static char buf[64]; /* the current section's name, read by on_alarm */
-	snprintf(buf, sizeof(buf), "%s", name);
-	g_section = buf;
-	alarm(SECTION_BUDGET_S * (unsigned)g_scale);
-	if (g_verbose)
-		fprintf(stderr, "  %s...\n", name);
-}
-
-static void passed(void)
-{
-	g_passed++;
-	printf("ok    %s\n", g_section);
-	fflush(stdout);
-}
-
-static void skipped(const char *why)
-{
-	g_skipped++;
-	printf("skip  %s: %s\n", g_section, why);
-	fflush(stdout);
-}
+#define CHECK(cond, ...) cr_assert(cond, __VA_ARGS__)
 
 static struct timespec after_us(clockid_t clk, long us)
 {
@@ -208,8 +90,6 @@ static void run_threads(int n, void *(*fn)(void *), void *ctx)
 static const char *async_unavailable(void)
 {
 	struct ursa_features f;
-	if (!ursa_mutex_lock_async || !ursa_handle_cqe || !ursa_op_set_deadline || !ursa_op_cancel)
-		return "async API not in this build";
 	if (ursa_probe(&f) != 0)
 		return "ursa_probe failed";
 	if (!f.uring)
@@ -374,7 +254,7 @@ static void test_mutex(unsigned flags, bool ring)
 	static struct mutex_ctx c;
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
-	c.iters = (ring ? 3000 : 20000) * g_scale;
+	c.iters = ITERS(ring ? 3000 : 20000);
 	int n = 4;
 	run_threads(n, ring ? mutex_mixed_thread : mutex_thread, &c);
 	CHECK(c.counter == (long)n * c.iters, "counter %ld, expected %ld", c.counter,
@@ -383,7 +263,6 @@ static void test_mutex(unsigned flags, bool ring)
 	CHECK(ursa_mutex_unlock(&c.m) == -EPERM, "unlock of a free mutex");
 	if (ring)
 		CHECK(c.ring_ok == 1, "ring thread did not finish");
-	passed();
 }
 
 /* ====================================================================== */
@@ -502,13 +381,9 @@ static void *rw_mixed_thread(void *arg)
 static void test_rwlock(unsigned flags, bool ring)
 {
 	static struct rw_ctx c;
-	if (!ursa_rwlock_init || (ring && !ursa_rwlock_wrlock_async)) {
-		skipped("rwlock not in this build");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_rwlock_init(&c.l, flags) == 0, "init");
-	c.iters = (ring ? 2000 : 8000) * g_scale;
+	c.iters = ITERS(ring ? 2000 : 8000);
 	int n = ring ? 5 : 4; /* 2 writers, 2 readers (+ a ring thread) */
 	run_threads(n, ring ? rw_mixed_thread : rw_thread, &c);
 	CHECK(c.writes == c.a && c.a == c.b, "writes %ld, a %ld, b %ld", (long)c.writes, c.a,
@@ -517,7 +392,6 @@ static void test_rwlock(unsigned flags, bool ring)
 	CHECK(ursa_rwlock_destroy(&c.l) == 0, "destroy of a free rwlock");
 	CHECK(ursa_rwlock_rdunlock(&c.l) == -EPERM, "rdunlock of a free rwlock");
 	CHECK(ursa_rwlock_wrunlock(&c.l) == -EPERM, "wrunlock of a free rwlock");
-	passed();
 }
 
 /* ====================================================================== */
@@ -652,15 +526,11 @@ static void *cond_thread(void *arg)
 static void test_cond(unsigned flags, bool ring)
 {
 	static struct cond_ctx c;
-	if (!ursa_cond_init || (ring && !ursa_cond_wait_async)) {
-		skipped("cond not in this build");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
 	CHECK(ursa_cond_init(&c.not_empty, flags) == 0, "init");
 	CHECK(ursa_cond_init(&c.not_full, flags) == 0, "init");
-	c.per_producer = (ring ? 2000 : 5000) * g_scale;
+	c.per_producer = ITERS(ring ? 2000 : 5000);
 	c.total = 2 * c.per_producer;
 	g_cond_ring = ring;
 	run_threads(4, cond_thread, &c); /* 2 producers, 2 consumers */
@@ -668,7 +538,6 @@ static void test_cond(unsigned flags, bool ring)
 	CHECK(c.consumed_sum == c.produced_sum, "sums differ");
 	CHECK(ursa_cond_destroy(&c.not_empty) == 0 && ursa_cond_destroy(&c.not_full) == 0,
 	      "destroy of an unwaited cond");
-	passed();
 }
 
 /* ====================================================================== */
@@ -766,21 +635,16 @@ static void *sem_mixed_thread(void *arg)
 static void test_sem(unsigned flags, bool ring)
 {
 	static struct sem_ctx c;
-	if (!ursa_sem_init || (ring && !ursa_sem_wait_async)) {
-		skipped("sem not in this build");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_sem_init(&c.s, 0, flags) == 0, "init");
 	CHECK(ursa_sem_init(&c.bin, 1, flags) == 0, "init");
-	c.per_poster = (ring ? 3000 : 10000) * g_scale;
+	c.per_poster = ITERS(ring ? 3000 : 10000);
 	atomic_store(&c.tickets, 2 * c.per_poster);
 	run_threads(ring ? 5 : 4, ring ? sem_mixed_thread : sem_thread, &c);
 	CHECK(c.taken == 2L * c.per_poster, "taken %ld of %d", (long)c.taken, 2 * c.per_poster);
 	CHECK(ursa_sem_value(&c.s) == 0, "value %d left", ursa_sem_value(&c.s));
 	CHECK(ursa_sem_value(&c.bin) == 1, "binary semaphore value %d", ursa_sem_value(&c.bin));
 	CHECK(ursa_sem_destroy(&c.s) == 0 && ursa_sem_destroy(&c.bin) == 0, "destroy");
-	passed();
 }
 
 /* ====================================================================== */
@@ -919,17 +783,13 @@ static void *aev_mixed(void *arg)
 
 static void test_event(unsigned flags, bool ring)
 {
-	if (!ursa_event_init || (ring && !ursa_event_wait_async)) {
-		skipped("event not in this build");
-		return;
-	}
 	if (!ring) {
 		static struct mev_ctx m;
 		memset(&m, 0, sizeof(m));
 		CHECK(ursa_event_init(&m.ev[0], flags) == 0, "init");
 		CHECK(ursa_event_init(&m.ev[1], flags) == 0, "init");
 		CHECK(ursa_event_init(&m.ack, flags | URSA_EVENT_AUTO_RESET) == 0, "init");
-		m.rounds = 2000 * g_scale;
+		m.rounds = ITERS(2000);
 		m.workers = 3;
 		run_threads(1 + m.workers, mev_thread, &m);
 		CHECK(ursa_event_destroy(&m.ev[0]) == 0 && ursa_event_destroy(&m.ev[1]) == 0,
@@ -939,14 +799,13 @@ static void test_event(unsigned flags, bool ring)
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_event_init(&c.e, flags | URSA_EVENT_AUTO_RESET) == 0, "init");
 	CHECK(ursa_event_set(&c.e) == 0, "set");
-	c.iters = (ring ? 2000 : 8000) * g_scale;
+	c.iters = ITERS(ring ? 2000 : 8000);
 	g_aev_ring = ring;
 	run_threads(3, aev_mixed, &c);
 	CHECK(c.counter == 3L * c.iters, "counter %ld", c.counter);
 	CHECK(ursa_event_trywait(&c.e) == 0, "the token is left set at the end");
 	CHECK(ursa_event_trywait(&c.e) == -EBUSY, "auto-reset: consumed once");
 	CHECK(ursa_event_destroy(&c.e) == 0, "destroy");
-	passed();
 }
 
 /* ====================================================================== */
@@ -1064,16 +923,12 @@ static void *wq_thread(void *arg)
 
 static void test_waitq(unsigned flags, bool ring)
 {
-	if (!ursa_waitq_init || (ring && !ursa_waitq_wait_async)) {
-		skipped("waitq not in this build");
-		return;
-	}
 	static struct wq_ctx c;
 	memset(&c, 0, sizeof(c));
 	size_t sz = ursa_waitq_size(WQ_WAITERS);
 	c.q = aligned_alloc(8, (sz + 7) & ~(size_t)7);
 	CHECK(c.q && ursa_waitq_init(c.q, WQ_WAITERS, flags) == 0, "init");
-	c.target_max = 3000L * g_scale;
+	c.target_max = ITERS(3000L);
 	c.ring = ring;
 	run_threads(WQ_WAITERS + 1, wq_thread, &c);
 	for (uint32_t s = 0; s < WQ_WAITERS; s++) {
@@ -1082,11 +937,9 @@ static void test_waitq(unsigned flags, bool ring)
 		CHECK(ursa_waitq_cancel(c.q, s) == 0, "cancel");
 	}
 	CHECK(ursa_waitq_wake(c.q, 10, NULL) == 0, "queue not empty");
-	if (g_verbose)
-		fprintf(stderr, "    woken %ld cancelled %ld timed out %ld\n", (long)c.woken,
-			(long)c.cancelled, (long)c.timedout);
+	cr_log_info("woken %ld cancelled %ld timed out %ld", (long)c.woken, (long)c.cancelled,
+		    (long)c.timedout);
 	free(c.q);
-	passed();
 }
 
 /* ====================================================================== */
@@ -1178,15 +1031,9 @@ static void *any_thread(void *arg)
 
 static void test_wait_any(unsigned flags, bool ring)
 {
-	if (!ursa_wait_any || !ursa_sem_init || !ursa_event_init ||
-	    (ring && !ursa_wait_any_async)) {
-		skipped("wait_any not in this build");
-		return;
-	}
 	struct ursa_features f;
 	if (ring && (ursa_probe(&f) != 0 || !f.uring_futexv)) {
-		skipped("kernel lacks IORING_OP_FUTEX_WAITV (needs Linux 6.7+)");
-		return;
+		cr_skip_test("%s", "kernel lacks IORING_OP_FUTEX_WAITV (needs Linux 6.7+)");
 	}
 	static struct any_ctx c;
 	memset(&c, 0, sizeof(c));
@@ -1198,11 +1045,10 @@ static void test_wait_any(unsigned flags, bool ring)
 	struct timespec past = {0, 0};
 	int r = ursa_wait_any(&probe, 1, CLOCK_MONOTONIC, &past);
 	if (r == -ENOSYS) {
-		skipped("kernel lacks futex_waitv (needs Linux 5.16+)");
-		return;
+		cr_skip_test("%s", "kernel lacks futex_waitv (needs Linux 5.16+)");
 	}
 	CHECK(r == -ETIMEDOUT, "wait_any with a past deadline on an empty sem: %d", r);
-	c.posts = 6000 * g_scale;
+	c.posts = ITERS(6000);
 	run_threads(4, any_thread, &c);
 	long left = 0;
 	while (ursa_sem_trywait(&c.s) == 0)
@@ -1211,75 +1057,30 @@ static void test_wait_any(unsigned flags, bool ring)
 	      (long)c.units, left, c.posts);
 	CHECK(ursa_mutex_destroy(&c.m) == 0, "mutex left held");
 	CHECK(ursa_sem_destroy(&c.s) == 0, "sem waiters left registered");
-	passed();
 }
 
 /* ====================================================================== */
 
-static void run_all(void)
+static void require_async(void)
 {
-	static const struct {
-		unsigned flags;
-		const char *name;
-	} kinds[] = {{0, "private"}, {URSA_SHARED, "shared"}};
-	char name[64];
-	const char *no_async = async_unavailable();
-
-	for (unsigned i = 0; i < 2; i++) {
-		unsigned f = kinds[i].flags;
-#define SECTION(label, call)                                                               \
-	do {                                                                               \
-		snprintf(name, sizeof(name), "%s/%s", label, kinds[i].name);               \
-		section(name);                                                             \
-		call;                                                                      \
-	} while (0)
-#define ASYNC_SECTION(label, call)                                                         \
-	do {                                                                               \
-		snprintf(name, sizeof(name), "%s/%s", label, kinds[i].name);               \
-		section(name);                                                             \
-		if (no_async)                                                              \
-			skipped(no_async);                                                 \
-		else                                                                       \
-			call;                                                              \
-	} while (0)
-		SECTION("mutex", test_mutex(f, false));
-		SECTION("rwlock", test_rwlock(f, false));
-		SECTION("cond", test_cond(f, false));
-		SECTION("sem", test_sem(f, false));
-		SECTION("event", test_event(f, false));
-		SECTION("waitq", test_waitq(f, false));
-		SECTION("wait_any", test_wait_any(f, false));
-		ASYNC_SECTION("async-mutex", test_mutex(f, true));
-		ASYNC_SECTION("async-rwlock", test_rwlock(f, true));
-		ASYNC_SECTION("async-cond", test_cond(f, true));
-		ASYNC_SECTION("async-sem", test_sem(f, true));
-		ASYNC_SECTION("async-event", test_event(f, true));
-		ASYNC_SECTION("async-waitq", test_waitq(f, true));
-		ASYNC_SECTION("async-wait_any", test_wait_any(f, true));
-	}
+	const char *why = async_unavailable();
+	if (why)
+		cr_skip_test("%s", why);
 }
 
-int main(int argc, char **argv)
-{
-	int opt;
-	while ((opt = getopt(argc, argv, "s:v")) != -1) {
-		if (opt == 's')
-			g_scale = atoi(optarg) > 0 ? atoi(optarg) : 1;
-		else if (opt == 'v')
-			g_verbose = 1;
-		else {
-			fprintf(stderr, "usage: %s [-s SCALE] [-v]\n", argv[0]);
-			return 64;
-		}
+#define CONTENDED(prim)                                                                   \
+	Test(contended, prim##_private) { test_##prim(0, false); }                         \
+	Test(contended, prim##_shared) { test_##prim(URSA_SHARED, false); }                \
+	Test(contended, prim##_ring_private, .init = require_async) { test_##prim(0, true); } \
+	Test(contended, prim##_ring_shared, .init = require_async)                         \
+	{                                                                                 \
+		test_##prim(URSA_SHARED, true);                                           \
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGALRM, on_alarm);
-	struct ursa_features f;
-	CHECK(ursa_probe(&f) == 0, "probe");
-	printf("tsan_driver: futex2 %d futex_waitv %d uring %d uring_futex %d uring_futexv %d\n",
-	       f.futex2, f.futex_waitv, f.uring, f.uring_futex, f.uring_futexv);
-	run_all();
-	alarm(0);
-	printf("tsan_driver: %d sections passed, %d skipped, 0 failed\n", g_passed, g_skipped);
-	return 0;
-}
+
+CONTENDED(mutex)
+CONTENDED(rwlock)
+CONTENDED(cond)
+CONTENDED(sem)
+CONTENDED(event)
+CONTENDED(waitq)
+CONTENDED(wait_any)
