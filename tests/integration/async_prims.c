@@ -230,7 +230,8 @@ Test(async_prims, auto_event_each_set_releases_one_ring_wait)
 static void *manual_setter(void *arg)
 {
 	ursa_event_t *e = *(ursa_event_t **)arg;
-	t_sleep_ms(20);
+	/* The waits were registered by their starters and armed by the
+	 * submit (inline, without SQPOLL) before this thread started. */
 	cr_assert_eq(ursa_event_set(e), 0);
 	cr_assert_eq(ursa_event_reset(e), 0); /* a pulse: waiters still released */
 	return NULL;
@@ -404,7 +405,6 @@ Test(async_prims, waitq_ring_wait_timeout_dequeues)
 static void *post_later(void *arg)
 {
 	ursa_sem_t *s = *(ursa_sem_t **)arg;
-	t_sleep_ms(10);
 	cr_assert_eq(ursa_sem_post(s), 0);
 	return NULL;
 }
@@ -422,6 +422,9 @@ Test(async_prims, wait_any_ring_takes_exactly_one)
 	cr_assert_eq(ursa_mutex_lock(&m), 0);
 	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(ursa_wait_any_async(&r, v, 3, &op), 0);
+	/* Armed before the post (io_uring_enter issues the FUTEX_WAITV inline
+	 * without SQPOLL): the post must wake the ring's wait-any. */
+	cr_assert_geq(io_uring_submit(&r), 1);
 	ursa_sem_t *ps = &s;
 	pthread_t t;
 	t_spawn(&t, 1, post_later, &ps, sizeof(ps));

@@ -152,7 +152,6 @@ Test(async, application_cqes_are_not_ursas)
 static void *unlock_after(void *arg)
 {
 	ursa_mutex_t *m = *(ursa_mutex_t **)arg;
-	t_sleep_ms(20);
 	cr_assert_eq(ursa_mutex_unlock(m), 0);
 	return NULL;
 }
@@ -168,6 +167,9 @@ static void lock_wait_unlock(unsigned ring_flags, unsigned mflags)
 	op.user_data = &m;
 	cr_assert_eq(ursa_mutex_lock(&m), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	/* Armed before the unlock: io_uring_enter issues the FUTEX_WAIT
+	 * inline (without SQPOLL), so the unlock must wake a ring waiter. */
+	cr_assert_geq(io_uring_submit(&r), 1);
 	ursa_mutex_t *pm = &m;
 	pthread_t t;
 	t_spawn(&t, 1, unlock_after, &pm, sizeof(pm));
@@ -323,7 +325,7 @@ static void *unlocker(void *arg)
 	return NULL;
 }
 
-static void race(int mode /* 0 cancel, 1 timeout */, int iters)
+static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired, int *n_stopped)
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
@@ -373,20 +375,39 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters)
 	cr_assert_eq(count_app_cqes(&r, 30), 0);
 	t_join_all(&t, 1);
 	cr_assert_eq(acquired + stopped, iters);
-	cr_log_info("%s race: %d acquired, %d %s\n", mode ? "timeout" : "cancel", acquired, stopped,
-		    mode ? "timed out" : "cancelled");
+	*n_acquired += acquired;
+	*n_stopped += stopped;
 	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
 	io_uring_queue_exit(&r);
 }
 
+/* Rounds of the race, bounded, until each outcome (the wake won, the
+ * cancel or deadline won) was seen RACE_MIN times: a change that makes one
+ * side unreachable fails here instead of passing untested. */
+#define RACE_MIN 20
+#define RACE_ROUNDS 10
+
+static void race_both(int mode)
+{
+	int acquired = 0, stopped = 0, round;
+	for (round = 0; round < RACE_ROUNDS && (acquired < RACE_MIN || stopped < RACE_MIN); round++)
+		race(mode, 1000, &acquired, &stopped);
+	cr_log_info("%s race: %d acquired, %d %s in %d rounds", mode ? "timeout" : "cancel",
+		    acquired, stopped, mode ? "timed out" : "cancelled", round);
+	cr_assert(acquired >= RACE_MIN && stopped >= RACE_MIN,
+		  "%s race not exercised: %d acquired, %d %s in %d rounds of 1000",
+		  mode ? "timeout" : "cancel", acquired, stopped, mode ? "timed out" : "cancelled",
+		  round);
+}
+
 Test(async, race_cancel_vs_wake)
 {
-	race(0, 3000);
+	race_both(0);
 }
 
 Test(async, race_timeout_vs_wake)
 {
-	race(1, 3000);
+	race_both(1);
 }
 
 /* A ring torn down with waits in flight; the futex memory is then reused
@@ -496,7 +517,9 @@ Test(async, ring_waiter_bounded_against_spinning_threads)
 	long total_cqes = 0;
 	while (atomic_load(&h.rounds) < 10000)
 		sched_yield(); /* both hogs are running */
-	for (i = 0; i < 200000 && in_flight < 500; i++) {
+	/* Until the ring waiter really waited (went in flight) 50 times, or a
+	 * bound: the starvation check below means something only if it did. */
+	for (i = 0; i < t_iters(5000000) && in_flight < 50; i++) {
 		struct ursa_op op = URSA_OP_INIT;
 		int rc = ursa_mutex_lock_async(&r, &h.m, &op);
 		cr_assert(rc == 0 || rc == 1);
@@ -528,4 +551,6 @@ Test(async, ring_waiter_bounded_against_spinning_threads)
 	/* Hand-off after 2 losses to the oldest sleeper; two hogs can be ahead
 	 * of the ring waiter in the futex queue at most a few times over. */
 	cr_assert_leq(max_cqes, 32, "ring waiter starved: %d lost races in a row", max_cqes);
+	cr_assert_geq(in_flight, 10, "contention not reached: the ring waiter waited %d times in %d",
+		      in_flight, i);
 }

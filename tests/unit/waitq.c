@@ -341,6 +341,10 @@ Test(waitq, ring_submits_pending_application_sqes)
 	cr_assert_eq(ursa_waitq_prepare(q, 0, 1), 0);
 	cr_assert_eq(ursa_waitq_prepare(q, 1, 1), 0);
 	cr_assert_eq(ursa_waitq_wake(q, 2, ring), 2);
+	/* Under SQPOLL the kernel's poller takes the SQEs asynchronously. */
+	for (int k = 0; k < 1000 && (ring->flags & IORING_SETUP_SQPOLL) && io_uring_sq_ready(ring);
+	     k++)
+		t_sleep_ms(1);
 	cr_assert_eq(io_uring_sq_ready(ring), 0);
 	cr_assert_eq(ursa_waitq_wait(q, 0, CLOCK_MONOTONIC, NULL), 0);
 	cr_assert_eq(ursa_waitq_wait(q, 1, CLOCK_MONOTONIC, NULL), 0);
@@ -451,7 +455,10 @@ static void *race_waiter(void *arg)
 			dl.tv_nsec = ns;
 			x->wres[i] = ursa_waitq_wait(x->q, 0, CLOCK_MONOTONIC, &dl);
 		} else {
-			spin((unsigned)(i * 7919) % 4000);
+			/* A wider spread than the waker's, so that the wake
+			 * comes first in some rounds however the two threads
+			 * are scheduled (run_race asserts both outcomes). */
+			spin((unsigned)(i * 7919) % 40000);
 			x->wres[i] = ursa_waitq_cancel(x->q, 0);
 		}
 	}
@@ -483,7 +490,10 @@ static void *race_waker(void *arg)
 	return NULL;
 }
 
-static void run_race(enum race_kind kind, int with_ring, unsigned qflags)
+/* One round of iters races; adds the outcomes to *won (the wake first) and
+ * *lost (the waiter's timeout or cancel first). */
+static void race_round(enum race_kind kind, int with_ring, unsigned qflags, int iters, int *n_won,
+		       int *n_lost)
 {
 	static struct race x;
 	struct io_uring r;
@@ -491,7 +501,7 @@ static void run_race(enum race_kind kind, int with_ring, unsigned qflags)
 	x.ring = ring_for(with_ring, &r, 16);
 	x.q = q_new(1, qflags);
 	x.kind = kind;
-	x.iters = 4000;
+	x.iters = iters;
 	x.wres = calloc((size_t)x.iters + 1, sizeof(int));
 	x.kres = calloc((size_t)x.iters + 1, sizeof(int));
 	pthread_t tw, tk;
@@ -515,14 +525,31 @@ static void run_race(enum race_kind kind, int with_ring, unsigned qflags)
 		else
 			lost++;
 	}
-	cr_log_info("%s%s: wake first %d, waiter first %d",
-		    kind == RACE_TIMEOUT ? "timeout" : "cancel", with_ring ? " (ring)" : "", won,
-		    lost);
+	*n_won += won;
+	*n_lost += lost;
 	cr_assert_eq(ursa_waitq_wake(x.q, UINT32_MAX, x.ring), 0, "nothing left queued");
 	ring_done(x.ring);
 	free(x.wres);
 	free(x.kres);
 	free(x.q);
+}
+
+/* Rounds, bounded, until each side of the race won RACE_MIN times: a
+ * change that makes one side unreachable fails instead of passing. */
+#define RACE_MIN 20
+#define RACE_ROUNDS 10
+
+static void run_race(enum race_kind kind, int with_ring, unsigned qflags)
+{
+	int won = 0, lost = 0, round;
+	for (round = 0; round < RACE_ROUNDS && (won < RACE_MIN || lost < RACE_MIN); round++)
+		race_round(kind, with_ring, qflags, 2000, &won, &lost);
+	cr_log_info("%s%s: wake first %d, waiter first %d in %d rounds",
+		    kind == RACE_TIMEOUT ? "timeout" : "cancel", with_ring ? " (ring)" : "", won,
+		    lost, round);
+	cr_assert(won >= RACE_MIN && lost >= RACE_MIN,
+		  "race not exercised: wake first %d, waiter first %d in %d rounds of 2000", won,
+		  lost, round);
 }
 
 Test(waitq, race_wake_vs_timeout)
