@@ -41,7 +41,6 @@
  * its place; ring waiters do not. Re-initialise such a mutex.
  */
 #include "lib/internal.h"
-#include "lib/trace.h"
 
 #include <sched.h>
 
@@ -220,12 +219,12 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 			req = m_wants_handoff(w);
 			asked = true;
 		}
-		if (req)
+		if (req && !(v & M_HANDED))
 			n |= M_REQ;
 		if (n != v && !cas_relaxed(&m->__word, &v, n))
 			continue;
 		w->registered = 1;
-		if (req)
+		if (req && !(v & M_HANDED))
 			w->aux |= URSA_W_REQ;
 		if (w->slept)
 			w->losses++;
@@ -322,10 +321,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 		}
 	}
 	struct ursa_waiter w = {0};
-	URSA_TRACE(mutex_wait_begin, m);
-	int r = ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
-	URSA_TRACE(mutex_wait_end, m, r);
-	return r;
+	return ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
 }
 
 int ursa__mutex_lock_nospin(ursa_mutex_t *m)
@@ -370,7 +366,6 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED;
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
-			URSA_TRACE(mutex_handoff, m);
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false); /* unless a registered waiter will claim it */
 			return 0;
