@@ -42,7 +42,7 @@ static inline bool c_shared(ursa_cond_t *c)
 
 int ursa_cond_init(ursa_cond_t *c, unsigned flags)
 {
-	if (!c || (flags & ~URSA_SHARED))
+	if (!c || ((uintptr_t)c & (_Alignof(ursa_cond_t) - 1)) || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	__atomic_store_n(&c->__seq, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->__waiters, (flags & URSA_SHARED) ? C_SHARED : 0, __ATOMIC_RELEASE);

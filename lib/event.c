@@ -98,7 +98,8 @@ static inline bool e_shared(uint32_t v)
 
 int ursa_event_init(ursa_event_t *e, unsigned flags)
 {
-	if (!e || (flags & ~(URSA_SHARED | URSA_EVENT_AUTO_RESET)))
+	if (!e || ((uintptr_t)e & (_Alignof(ursa_event_t) - 1)) ||
+	    (flags & ~(URSA_SHARED | URSA_EVENT_AUTO_RESET)))
 		return -EINVAL;
 	uint32_t v = ((flags & URSA_SHARED) ? E_SHARED : 0) |
 		     ((flags & URSA_EVENT_AUTO_RESET) ? E_AUTO : 0);

@@ -41,6 +41,7 @@
  * its place; ring waiters do not. Re-initialise such a mutex.
  */
 #include "lib/internal.h"
+#include "lib/trace.h"
 
 #include <sched.h>
 
@@ -135,7 +136,7 @@ static void m_take_back(ursa_mutex_t *m, bool force)
 
 int ursa_mutex_init(ursa_mutex_t *m, unsigned flags)
 {
-	if (!m || (flags & ~URSA_SHARED))
+	if (!m || ((uintptr_t)m & (_Alignof(ursa_mutex_t) - 1)) || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	__atomic_store_n(&m->__word, (flags & URSA_SHARED) ? M_SHARED : 0, __ATOMIC_RELEASE);
 	return 0;
@@ -219,12 +220,12 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 			req = m_wants_handoff(w);
 			asked = true;
 		}
-		if (req && !(v & M_HANDED))
+		if (req)
 			n |= M_REQ;
 		if (n != v && !cas_relaxed(&m->__word, &v, n))
 			continue;
 		w->registered = 1;
-		if (req && !(v & M_HANDED))
+		if (req)
 			w->aux |= URSA_W_REQ;
 		if (w->slept)
 			w->losses++;
@@ -321,7 +322,10 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 		}
 	}
 	struct ursa_waiter w = {0};
-	return ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
+	URSA_TRACE(mutex_wait_begin, m);
+	int r = ursa__block(m, &ursa__mutex_ops, &w, clk, abs);
+	URSA_TRACE(mutex_wait_end, m, r);
+	return r;
 }
 
 int ursa__mutex_lock_nospin(ursa_mutex_t *m)
@@ -366,6 +370,7 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED;
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
+			URSA_TRACE(mutex_handoff, m);
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false); /* unless a registered waiter will claim it */
 			return 0;

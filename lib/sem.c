@@ -67,7 +67,8 @@ static inline bool s_shared(const ursa_sem_t *s)
 
 int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags)
 {
-	if (!s || (flags & ~URSA_SHARED) || value > URSA_SEM_VALUE_MAX)
+	if (!s || ((uintptr_t)s & (_Alignof(ursa_sem_t) - 1)) || (flags & ~URSA_SHARED) ||
+	    value > URSA_SEM_VALUE_MAX)
 		return -EINVAL;
 	__atomic_store_n(&s->__waiters, (flags & URSA_SHARED) ? S_SHARED : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->__value, value, __ATOMIC_RELEASE);

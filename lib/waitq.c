@@ -142,7 +142,7 @@ size_t ursa_waitq_size(uint32_t nslots)
 int ursa_waitq_init(ursa_waitq_t *q, uint32_t nslots, unsigned flags)
 {
 	size_t sz = ursa_waitq_size(nslots);
-	if (!q || !sz || (flags & ~URSA_SHARED))
+	if (!q || ((uintptr_t)q & (_Alignof(ursa_waitq_t) - 1)) || !sz || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	memset(q, 0, sz); /* every slot IDLE */
 	for (uint32_t i = 0; i < nslots; i++)

@@ -47,6 +47,8 @@ SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *att
 	clockid_t clk = CLOCK_REALTIME;
 	unsigned fl;
 
+	if (unlikely(shim_misaligned(pc)))
+		return EINVAL;
 	if (attr && (pthread_condattr_getpshared(attr, &pshared) ||
 		     pthread_condattr_getclock(attr, &clk)))
 		return EINVAL;
@@ -98,6 +100,8 @@ static int wake_bridged(struct shim_cond *c, bool all)
 SHIM_API int pthread_cond_signal(pthread_cond_t *pc)
 {
 	struct shim_cond *c = shim_cond(pc);
+	if (unlikely(shim_misaligned(pc)))
+		return EINVAL;
 	shim_count(ST_COND_SIGNAL);
 	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
 		return wake_bridged(c, false);
@@ -107,6 +111,8 @@ SHIM_API int pthread_cond_signal(pthread_cond_t *pc)
 SHIM_API int pthread_cond_broadcast(pthread_cond_t *pc)
 {
 	struct shim_cond *c = shim_cond(pc);
+	if (unlikely(shim_misaligned(pc)))
+		return EINVAL;
 	shim_count(ST_COND_BROADCAST);
 	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
 		return wake_bridged(c, true);
@@ -196,6 +202,8 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 	uint32_t saved;
 	int r;
 
+	if (unlikely(shim_misaligned(pc) || shim_misaligned(pm)))
+		return EINVAL;
 	SHIM_SAVE_ERRNO;
 	if (unlikely(kind_is_glibc(kind) || c_shared != m_shared)) {
 		r = wait_bridged(c, pm, kind, clk, abs);

@@ -74,6 +74,9 @@ SHIM_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *
 	int type = PTHREAD_MUTEX_DEFAULT, pshared = PTHREAD_PROCESS_PRIVATE;
 	int robust = PTHREAD_MUTEX_STALLED, proto = PTHREAD_PRIO_NONE;
 
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
+
 	/* Attribute objects stay glibc's: the shim reads them with glibc's
 	 * getters, so an attribute built for glibc is also one for the shim. */
 	if (attr && (pthread_mutexattr_gettype(attr, &type) ||
@@ -147,6 +150,8 @@ static __attribute__((noinline)) int lock_kind(pthread_mutex_t *pm, int32_t kind
 SHIM_API int pthread_mutex_lock(pthread_mutex_t *pm)
 {
 	struct shim_mutex *m = shim_mutex(pm);
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 	int32_t kind = load_kind(m);
 	shim_count(ST_MUTEX_LOCK);
 	if (likely(kind_is_plain(kind)))
@@ -157,6 +162,8 @@ SHIM_API int pthread_mutex_lock(pthread_mutex_t *pm)
 SHIM_API int pthread_mutex_trylock(pthread_mutex_t *pm)
 {
 	struct shim_mutex *m = shim_mutex(pm);
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 	int32_t kind = load_kind(m);
 	shim_count(ST_MUTEX_TRYLOCK);
 	if (likely(kind_is_plain(kind)))
@@ -179,6 +186,8 @@ static int timedlock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *
 	int32_t kind = load_kind(m), self = 0;
 	struct timespec ts;
 	int r;
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 
 	shim_count(ST_MUTEX_TIMEDLOCK);
 	if (kind_is_glibc(kind)) {
@@ -227,6 +236,8 @@ SHIM_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clk, const s
 SHIM_API int pthread_mutex_unlock(pthread_mutex_t *pm)
 {
 	struct shim_mutex *m = shim_mutex(pm);
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 	int32_t kind = load_kind(m);
 	shim_count(ST_MUTEX_UNLOCK);
 	if (likely(kind_is_plain(kind)))

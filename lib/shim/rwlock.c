@@ -63,6 +63,8 @@ SHIM_API int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_
 	int kind = PTHREAD_RWLOCK_DEFAULT_NP, pshared = PTHREAD_PROCESS_PRIVATE;
 	unsigned fl;
 
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	if (attr && (pthread_rwlockattr_getkind_np(attr, &kind) ||
 		     pthread_rwlockattr_getpshared(attr, &pshared)))
 		return EINVAL;
@@ -197,6 +199,8 @@ static int rdlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *ab
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
 	int r;
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	shim_count(ST_RW_RDLOCK);
 	if (writer_preferring(l)) {
 		r = -ursa_rwlock_tryrdlock(&l->wl);
@@ -223,6 +227,8 @@ static int wrlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *ab
 	struct shim_rwlock *l = shim_rwlock(pl);
 	int32_t self = shim_tid();
 	int r;
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	shim_count(ST_RW_WRLOCK);
 	r = writer_preferring(l) ? -ursa_rwlock_trywrlock(&l->wl) : rp_trywr(l);
 	if (likely(!r)) {
@@ -257,6 +263,8 @@ SHIM_API int pthread_rwlock_wrlock(pthread_rwlock_t *pl)
 SHIM_API int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl)
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	shim_count(ST_RW_RDLOCK);
 	if (writer_preferring(l))
 		return -ursa_rwlock_tryrdlock(&l->wl);
@@ -267,6 +275,8 @@ SHIM_API int pthread_rwlock_trywrlock(pthread_rwlock_t *pl)
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
 	int r;
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	shim_count(ST_RW_WRLOCK);
 	r = writer_preferring(l) ? -ursa_rwlock_trywrlock(&l->wl) : rp_trywr(l);
 	if (!r)
@@ -313,6 +323,8 @@ SHIM_API int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clk,
 SHIM_API int pthread_rwlock_unlock(pthread_rwlock_t *pl)
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
+	if (unlikely(shim_misaligned(pl)))
+		return EINVAL;
 	shim_count(ST_RW_UNLOCK);
 	if (!writer_preferring(l))
 		return rp_unlock(l);

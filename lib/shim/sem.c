@@ -71,7 +71,7 @@ static inline int posix_ret(int err)
 SHIM_API int sem_init(sem_t *ps, int pshared, unsigned value)
 {
 	struct shim_sem *s = shim_sem(ps);
-	if (value > SEM_VALUE_MAX)
+	if (value > SEM_VALUE_MAX || shim_misaligned(ps))
 		return posix_ret(EINVAL);
 	memset(ps, 0, sizeof(*ps));
 	ursa_sem_init(&s->s, value, pshared ? URSA_SHARED : 0);

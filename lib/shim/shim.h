@@ -176,6 +176,15 @@ enum shim_real {
 
 SHIM_HIDDEN void *shim_real(enum shim_real which);
 
+/* ursa's words are 32-bit futex words: an object not 4-byte aligned would
+ * work uncontended and fail (the futex call refuses the address) once
+ * contended. Every init and the shim's main entry points answer EINVAL for
+ * one instead, from the first call (one AND on the pointer). */
+static inline bool shim_misaligned(const void *p)
+{
+	return (uintptr_t)p & 3;
+}
+
 /* Wait a little for *word to change, for a destroy waiting on waiters to
  * leave: the first calls (round 0-3) yield, later ones sleep on the word (a
  * futex wait, through ursa's kernel/ layer) for 10 us, doubling to 1 ms; a

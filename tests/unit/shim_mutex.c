@@ -2,6 +2,7 @@
 /* tests/unit/shim_mutex.c — libursa-pthread: pthread_mutex_* per kind. */
 #include "tests/unit/shim_test.h"
 
+#include <semaphore.h>
 #include <stdint.h>
 
 TestSuite(shim_mutex, .timeout = 60, .init = shim_t_require);
@@ -457,4 +458,43 @@ __attribute__((constructor)) static void lock_in_constructor(void)
 Test(shim_mutex, usable_in_constructors)
 {
 	cr_assert_eq(ctor_result, 0);
+}
+
+/* ------------------------------------------------------------ alignment */
+
+/* A pthread object the shim keeps an ursa word in must be 4-byte aligned:
+ * a misaligned one gets EINVAL from its init and, initialised statically
+ * (all zero, no init call), from its first call — not later, under
+ * contention, when the futex call would refuse it. */
+Test(shim_mutex, misaligned_objects_refused)
+{
+	static _Alignas(64) unsigned char buf[1024];
+	for (size_t off = 1; off < 4; off++) {
+		memset(buf, 0, sizeof(buf));
+		void *p = buf + 64 + off;
+		pthread_mutex_t *m = p;
+		pthread_cond_t *c = p;
+		pthread_rwlock_t *l = p;
+		sem_t *s = p;
+		cr_assert_eq(pthread_mutex_init(m, NULL), EINVAL, "offset %zu", off);
+		cr_assert_eq(pthread_mutex_lock(m), EINVAL);
+		cr_assert_eq(pthread_mutex_trylock(m), EINVAL);
+		cr_assert_eq(pthread_mutex_unlock(m), EINVAL);
+		cr_assert_eq(pthread_cond_init(c, NULL), EINVAL);
+		cr_assert_eq(pthread_cond_signal(c), EINVAL);
+		cr_assert_eq(pthread_cond_broadcast(c), EINVAL);
+		pthread_mutex_t ok = PTHREAD_MUTEX_INITIALIZER;
+		pthread_mutex_lock(&ok);
+		cr_assert_eq(pthread_cond_wait(c, &ok), EINVAL);
+		pthread_mutex_unlock(&ok);
+		cr_assert_eq(pthread_rwlock_init(l, NULL), EINVAL);
+		cr_assert_eq(pthread_rwlock_rdlock(l), EINVAL);
+		cr_assert_eq(pthread_rwlock_wrlock(l), EINVAL);
+		cr_assert_eq(pthread_rwlock_tryrdlock(l), EINVAL);
+		cr_assert_eq(pthread_rwlock_trywrlock(l), EINVAL);
+		cr_assert_eq(pthread_rwlock_unlock(l), EINVAL);
+		errno = 0;
+		cr_assert_eq(sem_init(s, 0, 1), -1);
+		cr_assert_eq(errno, EINVAL);
+	}
 }
