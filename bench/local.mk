@@ -63,3 +63,9 @@ CLEANFILES += bench/out/quick.csv
 bench-contention: bench/ursa-bench$(EXEEXT) bench-force
 	$(MKDIR_P) bench/out
 	bench/ursa-bench --scenario contention $(BENCH_ARGS) --csv bench/out/contention.csv
+
+# bench/ursa-wakelat: wake-to-completion latency of one cross-thread wake,
+# a blocked thread against ring waits (private and URSA_SHARED; plain,
+# COOP_TASKRUN, DEFER_TASKRUN rings); p50/p90/p99/max.
+noinst_PROGRAMS += bench/ursa-wakelat
+bench_ursa_wakelat_LDADD = lib/libursa.la $(URING_LIBS) $(PTHREAD_LIBS)

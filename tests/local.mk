@@ -58,6 +58,18 @@ TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
 EXTRA_DIST += tests/run-test.sh
 
+# make check-ring-setups: the suites that use rings, once per ring setup
+# (URSA_TEST_RING_SETUP, tests/helpers.h), as liburing's tests loop over
+# setup flags. Not part of make check (three more runs of these suites).
+RING_SETUP_TESTS = tests/unit/async tests/unit/async_cqe tests/unit/waitq tests/unit/wait_any \
+	tests/integration/async_interop tests/integration/async_prims \
+	tests/integration/contended tests/integration/kernel_hazards tests/fault/ring
+check-ring-setups:
+	@fail=0; for s in sqpoll coop defer; do echo "== ring setup $$s"; \
+	  URSA_TEST_RING_SETUP=$$s $(MAKE) $(AM_MAKEFLAGS) check TESTS='$(RING_SETUP_TESTS)' \
+	    TEST_SUITE_LOG=test-suite-$$s.log || fail=1; done; exit $$fail
+.PHONY: check-ring-setups
+
 include tests/unit/local.mk
 include tests/integration/local.mk
 include tests/fault/local.mk
