@@ -136,7 +136,7 @@ static void m_take_back(ursa_mutex_t *m, bool force)
 
 int ursa_mutex_init(ursa_mutex_t *m, unsigned flags)
 {
-	if (!m || ((uintptr_t)m & (_Alignof(ursa_mutex_t) - 1)) || (flags & ~URSA_SHARED))
+	if (!m || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	__atomic_store_n(&m->__word, (flags & URSA_SHARED) ? M_SHARED : 0, __ATOMIC_RELEASE);
 	return 0;
@@ -220,12 +220,12 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 			req = m_wants_handoff(w);
 			asked = true;
 		}
-		if (req)
+		if (req && !(v & M_HANDED))
 			n |= M_REQ;
 		if (n != v && !cas_relaxed(&m->__word, &v, n))
 			continue;
 		w->registered = 1;
-		if (req)
+		if (req && !(v & M_HANDED))
 			w->aux |= URSA_W_REQ;
 		if (w->slept)
 			w->losses++;
