@@ -136,7 +136,7 @@ static void m_take_back(ursa_mutex_t *m, bool force)
 
 int ursa_mutex_init(ursa_mutex_t *m, unsigned flags)
 {
-	if (!m || (flags & ~URSA_SHARED))
+	if (!m || ((uintptr_t)m & (_Alignof(ursa_mutex_t) - 1)) || (flags & ~URSA_SHARED))
 		return -EINVAL;
 	__atomic_store_n(&m->__word, (flags & URSA_SHARED) ? M_SHARED : 0, __ATOMIC_RELEASE);
 	return 0;
