@@ -1,7 +1,6 @@
 # Unit suites: one program per primitive, tests/unit/NAME.c.
 UNIT_TESTS = \
 	tests/unit/align \
-	tests/unit/align \
 	tests/unit/async \
 	tests/unit/async_cqe \
 	tests/unit/cond \
