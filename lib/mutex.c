@@ -307,8 +307,11 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 	/* Spin a little while nobody sleeps: a few PAUSEs cover a short
 	 * critical section on the other CPU, a few sched_yield()s let a
 	 * preempted holder run on ours. Once a waiter sleeps (SLEEPERS) or a
-	 * hand-off is under way, queue behind them instead. */
-	for (int i = 0; i < URSA_SPIN_PAUSE + URSA_SPIN_YIELD; i++) {
+	 * hand-off is under way, queue behind them instead. A timed locker
+	 * does not yield: on a loaded machine one yield can outlast a short
+	 * deadline, and it would time out without ever having waited. */
+	int spins = URSA_SPIN_PAUSE + (abs ? 0 : URSA_SPIN_YIELD);
+	for (int i = 0; i < spins; i++) {
 		uint32_t v = ld_relaxed(&m->__word);
 		if (!(v & M_HELD) && cas_acq(&m->__word, &v, v | M_LOCKED))
 			return 0;
