@@ -8,22 +8,35 @@
  *   bit 30      AUTO        auto-reset          }
  *   bit 0       SET
  *   manual-reset:  bit 1       WAITERS   someone may sleep: set must wake
- *                  bits 2-29   GEN       generation, +1 by every set
+ *                  bits 2-11   COUNT     waiters between their first WAIT
+ *                                        step and their return (destroy)
+ *                  bits 12-29  GEN       generation, +1 by every set
  *   auto-reset:    bits 1-29   COUNT     registered waiters (blocked
  *                                        threads, ring waiters, wait-any)
  *
  * Manual-reset
  * ------------
- *   set:    if not SET: CAS to SET | GEN+1, WAITERS cleared; if WAITERS
- *           was set, wake all (INT_MAX: the kernel's count is an int).
+ *   set:    if not SET: CAS to SET | GEN+1, WAITERS cleared, COUNT kept;
+ *           if WAITERS was set or COUNT > 0, wake all (INT_MAX: the
+ *           kernel's count is an int).
  *   reset:  CAS SET off; GEN stays.
- *   step:   the first call snapshots GEN into w->aux (w->registered marks
- *           "snapshot taken"; nothing is counted in the word). DONE if SET,
- *           or if GEN differs from the snapshot: a set came since this
- *           wait began, even if a reset followed at once — so every wait
- *           in progress when set ran returns, as the header promises. Else
- *           CAS WAITERS on and WAIT on (word, word | WAITERS).
- *   abandon: nothing in the word (the snapshot is the waiter's own).
+ *   step:   the first call snapshots GEN into w->aux (MW_SNAP in
+ *           w->registered). DONE if SET, or if GEN differs from the
+ *           snapshot: a set came since this wait began, even if a reset
+ *           followed at once — so every wait in progress when set ran
+ *           returns, as the header promises. Else CAS WAITERS on — and
+ *           COUNT+1 the first time (MW_COUNTED) — and WAIT on that value.
+ *           DONE undoes the count (COUNT-1).
+ *   abandon: COUNT-1 if counted (the snapshot is the waiter's own).
+ *
+ *   COUNT is there for destroy alone: a waiter is counted from its first
+ *   WAIT step until it returns or abandons — a ring op from its start
+ *   until ursa_handle_cqe finishes it, so queued, submitted and woken-but-
+ *   unhandled ops all count — and destroy says -EBUSY while COUNT > 0.
+ *   Wakeups do not depend on it (WAITERS does that, below); a change of
+ *   COUNT only makes a sleep about to start return -EAGAIN and step again.
+ *   A waiter that finds COUNT full (1023) waits uncounted, with WAITERS
+ *   alone, as every waiter did before COUNT existed.
  *
  *   No lost wakeup: the waiter's "WAITERS on" and set's "SET on" are CASes
  *   on the same word, so one comes first in its modification order. If the
@@ -32,13 +45,14 @@
  *   If set's comes first, the waiter's CAS fails, it reloads, and sees SET
  *   or a new GEN. After a set, a reset and a new waiter's WAITERS, the word
  *   differs from the old sleepers' value in GEN, so the kernel's compare
- *   cannot be fooled (ABA) unless exactly 2^28 sets ran between a waiter's
+ *   cannot be fooled (ABA) unless exactly 2^18 sets ran between a waiter's
  *   load and its sleep — while each of those sets woke it.
  *
  *   A WAITERS mark can outlive its sleepers (a waiter that timed out leaves
- *   it; the next set pays one useless wake-all). destroy therefore does not
- *   trust it: it clears the mark and wakes all, and reports -EBUSY only if
- *   the wake found a sleeper (which steps again and re-marks the word).
+ *   it; the next set pays one useless wake-all). destroy therefore trusts
+ *   COUNT, and for uncounted waiters (COUNT full) clears the mark and
+ *   wakes all, and reports -EBUSY if the wake found a sleeper (which steps
+ *   again and re-marks the word).
  *
  * Auto-reset
  * ----------
@@ -77,8 +91,13 @@
 #define E_SET 0x1u
 /* manual-reset */
 #define E_WAITERS 0x2u
-#define E_GEN_ONE 0x4u
-#define E_GEN_MASK 0x3ffffffcu
+#define E_MCNT_ONE 0x4u
+#define E_MCNT_MASK 0xffcu
+#define E_GEN_ONE 0x1000u
+#define E_GEN_MASK 0x3ffff000u
+/* manual-reset waiter state, in w->registered */
+#define MW_SNAP 0x1u    /* GEN snapshot taken (w->aux) */
+#define MW_COUNTED 0x2u /* counted in COUNT */
 /* auto-reset */
 #define E_CNT_ONE 0x2u
 #define E_CNT_MASK 0x3ffffffeu
@@ -118,12 +137,13 @@ int ursa_event_set(ursa_event_t *e)
 		if (v & E_AUTO)
 			nv = v | E_SET;
 		else
-			nv = (v & (E_SHARED | E_AUTO)) | E_SET | ((v + E_GEN_ONE) & E_GEN_MASK);
+			nv = (v & (E_SHARED | E_AUTO | E_MCNT_MASK)) | E_SET |
+			     ((v + E_GEN_ONE) & E_GEN_MASK);
 	} while (!cas_rel(&e->__word, &v, nv));
 	if (v & E_AUTO) {
 		if (v & E_CNT_MASK)
 			ursa_k_futex_wake(&e->__word, 1, e_shared(v));
-	} else if (v & E_WAITERS) {
+	} else if (v & (E_WAITERS | E_MCNT_MASK)) {
 		ursa_k_futex_wake(&e->__word, INT_MAX, e_shared(v));
 	}
 	return 0;
@@ -148,6 +168,8 @@ int ursa_event_destroy(ursa_event_t *e)
 	uint32_t v = ld_acquire(&e->__word);
 	if (v & E_AUTO)
 		return (v & E_CNT_MASK) ? -EBUSY : 0;
+	if (v & E_MCNT_MASK)
+		return -EBUSY;
 	if (!(v & E_WAITERS))
 		return 0;
 	/* The mark may be stale (top of the file): clear it and see whether
@@ -159,13 +181,22 @@ int ursa_event_destroy(ursa_event_t *e)
 	return ursa_k_futex_wake(&e->__word, INT_MAX, e_shared(v)) > 0 ? -EBUSY : 0;
 }
 
+/* A manual waiter leaves: uncount it if counted. Release: its reads of
+ * whatever the set published come before destroy can see COUNT 0. */
+static void manual_leave(ursa_event_t *e, struct ursa_waiter *w)
+{
+	if (w->registered & MW_COUNTED)
+		__atomic_fetch_sub(&e->__word, E_MCNT_ONE, __ATOMIC_RELEASE);
+	w->registered = 0;
+}
+
 static int event_take(void *obj, struct ursa_waiter *w)
 {
 	ursa_event_t *e = obj;
 	uint32_t v = ld_acquire(&e->__word);
 	if (!(v & E_AUTO)) {
-		if ((v & E_SET) || (w->registered && (v & E_GEN_MASK) != w->aux)) {
-			w->registered = 0;
+		if ((v & E_SET) || ((w->registered & MW_SNAP) && (v & E_GEN_MASK) != w->aux)) {
+			manual_leave(e, w);
 			return 0;
 		}
 		return -EBUSY;
@@ -186,20 +217,26 @@ static int manual_step(ursa_event_t *e, struct ursa_waiter *w, struct ursa_wait 
 	for (;;) {
 		if (v & E_SET)
 			break;
-		if (!w->registered) {
-			w->registered = 1;
+		if (!(w->registered & MW_SNAP)) {
+			w->registered |= MW_SNAP;
 			w->aux = v & E_GEN_MASK;
 		} else if ((v & E_GEN_MASK) != w->aux) {
 			break;
 		}
-		if (!(v & E_WAITERS) && !cas_acq2(&e->__word, &v, v | E_WAITERS))
+		uint32_t n = v | E_WAITERS;
+		bool count = !(w->registered & MW_COUNTED) && (v & E_MCNT_MASK) != E_MCNT_MASK;
+		if (count)
+			n += E_MCNT_ONE;
+		if (n != v && !cas_acq2(&e->__word, &v, n))
 			continue;
+		if (count)
+			w->registered |= MW_COUNTED;
 		out->addr = &e->__word;
-		out->val = v | E_WAITERS;
+		out->val = n;
 		out->shared = e_shared(v);
 		return URSA_STEP_WAIT;
 	}
-	w->registered = 0;
+	manual_leave(e, w);
 	return URSA_STEP_DONE;
 }
 
@@ -241,10 +278,12 @@ static int event_abandon(void *obj, struct ursa_waiter *w)
 	ursa_event_t *e = obj;
 	if (!w->registered)
 		return 0;
-	w->registered = 0;
 	uint32_t v = ld_relaxed(&e->__word);
-	if (!(v & E_AUTO))
-		return 0; /* a manual waiter's snapshot is its own */
+	if (!(v & E_AUTO)) {
+		manual_leave(e, w); /* the snapshot is the waiter's own */
+		return 0;
+	}
+	w->registered = 0;
 	v = __atomic_sub_fetch(&e->__word, E_CNT_ONE, __ATOMIC_ACQ_REL);
 	/* Pass on a set whose wake this waiter may have consumed. */
 	if ((v & E_SET) && (v & E_CNT_MASK))
@@ -269,7 +308,7 @@ static int event_wait(ursa_event_t *e, clockid_t clk, const struct timespec *abs
 			return 0;
 		/* The wait begins here: a set after this load releases it,
 		 * even if a reset follows before the first step. */
-		w.registered = 1;
+		w.registered = MW_SNAP;
 		w.aux = v & E_GEN_MASK;
 	} else if (event_take(e, &w) == 0) {
 		return 0;

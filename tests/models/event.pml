@@ -18,15 +18,19 @@
  *   (no invalid end state), COUNT == 0 and nobody asleep at the end, and
  *   each set is consumed at most once (consumed <= sets).
  *
- * MANUAL (default): word = SET (bit 0) | WAITERS (bit 1) | GEN (bits 2+).
- *   set: if not SET: SET, GEN + 1, WAITERS cleared, and wake all if WAITERS
- *   was set; reset: SET off; step: snapshot GEN on the first call; DONE if
- *   SET or GEN moved; else set WAITERS and WAIT on (word | WAITERS).
+ * MANUAL (default): word = SET (bit 0) | WAITERS (bit 1) | COUNT (bits
+ *   2-3) | GEN (bits 4+).
+ *   set: if not SET: SET, GEN + 1, WAITERS cleared, COUNT kept, and wake
+ *   all if WAITERS was set or COUNT > 0; reset: SET off; step: snapshot GEN
+ *   on the first call; DONE if SET or GEN moved (then, a separate RMW,
+ *   COUNT - 1 if counted); else set WAITERS, COUNT + 1 the first time, and
+ *   WAIT on that value; abandon: COUNT - 1 if counted. COUNT (for destroy)
+ *   changes the word under sleepers-to-be: checked that it loses nothing.
  *   Program: NW waiters begin waiting (ursa_event_wait: the snapshot is
  *   taken on entry), then the setter sets and, nondeterministically, resets
  *   at once. Checked: every wait in progress when set ran returns, even if
- *   reset followed at once (the header's promise), and nobody is left
- *   asleep.
+ *   reset followed at once (the header's promise), nobody is left asleep,
+ *   and COUNT is 0 at the end (every count undone).
  *
  * Memory model: one word, all changes CAS or RMW: coherence orders them.
  * CAS retry loops are one atomic step (see mutex.pml).
@@ -46,7 +50,9 @@
 
 #define SET 1
 #define WAITERS 2	/* manual */
-#define GEN_ONE 4	/* manual */
+#define MCNT_ONE 4	/* manual: COUNT, bits 2-3 */
+#define MCNT 12		/* manual */
+#define GEN_ONE 16	/* manual */
 #define CNT_ONE 2	/* auto */
 
 byte e;		/* e->__word (SHARED and AUTO flag bits left out) */
@@ -184,25 +190,43 @@ init {
 
 #else /* MANUAL */
 
-/* manual_step (lib/event.c); the GEN snapshot is taken on entry. */
+/* manual_step (lib/event.c); the GEN snapshot is taken on entry. DONE
+ * is seen by a load; the count is undone by a later RMW (manual_leave). */
 #define ev_step(r)								\
 	atomic {								\
 		if								\
-		:: (e & SET) || (e & ~3) != aux -> r = DONE			\
-		:: else -> e = e | WAITERS; want = e; r = WAIT			\
+		:: (e & SET) || (e & ~15) != aux -> r = DONE			\
+		:: else -> e = e | WAITERS;					\
+			if							\
+			:: !counted -> e = e + MCNT_ONE; counted = true		\
+			:: else							\
+			fi;							\
+			want = e; r = WAIT					\
 		fi								\
-	}
+	};									\
+	if									\
+	:: r == DONE -> ev_leave()						\
+	:: else									\
+	fi
+
+/* manual_leave: uncount (DONE or abandon). */
+#define ev_leave()								\
+	if									\
+	:: counted -> atomic { e = e - MCNT_ONE; counted = false }		\
+	:: else									\
+	fi
 
 proctype Waiter(bool may_stop; byte spur)
 {
 	byte cnt, tmp, r, want, aux;
 	byte stops = (may_stop -> 1 : 0);
+	bool counted;
 
 	/* event_wait: load; SET -> 0; else the wait begins: snapshot GEN */
 	atomic {
 		if
 		:: e & SET -> r = DONE
-		:: else -> aux = e & ~3; r = WAIT
+		:: else -> aux = e & ~15; r = WAIT
 		fi;
 		began++
 	};
@@ -210,21 +234,23 @@ proctype Waiter(bool may_stop; byte spur)
 	do
 	:: ev_step(r);
 		if :: r == DONE -> break :: else fi;
-		/* a waiter that gives up has nothing to undo (abandon is a
-		 * no-op for manual-reset) and is no longer "in progress" */
+		/* a waiter that gives up undoes its count (abandon) and is
+		 * no longer "in progress" */
 		if
-		:: stops > 0 -> stops--; break
+		:: stops > 0 -> stops--; ev_leave(); break
 		:: true
 		fi;
 		futex_wait(0, e, want, (stops > 0), spur, r);
 		want = 0;
 		if
-		:: r == R_STOPPED -> stops--; ev_step(r); break
+		:: r == R_STOPPED -> stops--; ev_step(r);
+			if :: r == WAIT -> ev_leave() :: else fi;
+			break
 		:: else
 		fi
 	od;
 out:
-	skip
+	assert(!counted)
 }
 
 proctype Setter()
@@ -235,8 +261,8 @@ proctype Setter()
 		if
 		:: e & SET -> tmp = 0
 		:: else ->
-			tmp = (e & WAITERS -> 1 : 0);
-			e = ((e + GEN_ONE) & ~3) | SET
+			tmp = (e & (WAITERS | MCNT) -> 1 : 0);
+			e = ((e + GEN_ONE) & ~15) | (e & MCNT) | SET
 		fi
 	};
 	if
@@ -258,6 +284,7 @@ init {
 	}
 	_nr_pr == 1;
 	assert(len(fq[0]) == 0);
+	assert((e & MCNT) == 0);
 }
 
 #endif

@@ -527,3 +527,84 @@ Test(event, processes_shared)
 	cr_assert_eq(ursa_event_destroy(&p->token), 0);
 	t_shared_free(p, sizeof(*p));
 }
+
+/* ---------------------------------------------- destroy with a ring waiter */
+
+#include <liburing.h>
+#include <ursa/async.h>
+
+/* A manual-reset event waited on by a ring op is busy for the op's whole
+ * life: queued (SQE not submitted), submitted, and woken with its CQE not
+ * yet handled — the CQE still points at the op and the op at the event.
+ * Only once ursa_handle_cqe has finished it may the event be destroyed. */
+static void ring_wait_keeps_busy(unsigned flags)
+{
+	t_require_uring_futex(false);
+	struct io_uring ring;
+	cr_assert_eq(io_uring_queue_init(8, &ring, 0), 0);
+	ursa_event_t e;
+	cr_assert_eq(ursa_event_init(&e, flags), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_event_wait_async(&ring, &e, &op), 0);
+	cr_assert_eq(ursa_event_destroy(&e), -EBUSY, "queued, not submitted");
+	cr_assert_geq(io_uring_submit(&ring), 1);
+	cr_assert_eq(ursa_event_destroy(&e), -EBUSY, "submitted");
+	t_sleep_ms(20); /* asleep in the kernel by now, most often */
+	cr_assert_eq(ursa_event_destroy(&e), -EBUSY, "submitted, asleep");
+	cr_assert_eq(ursa_event_set(&e), 0);
+	struct io_uring_cqe *cqe;
+	struct ursa_op *done = NULL;
+	for (;;) {
+		cr_assert_eq(io_uring_wait_cqe(&ring, &cqe), 0);
+		cr_assert_eq(ursa_event_destroy(&e), -EBUSY, "CQE not yet handled");
+		cr_assert_eq(ursa_handle_cqe(&ring, cqe, &done), 1);
+		io_uring_cqe_seen(&ring, cqe);
+		if (done)
+			break;
+		cr_assert_geq(io_uring_submit(&ring), 0);
+	}
+	cr_assert_eq(done, &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_event_destroy(&e), 0);
+	io_uring_queue_exit(&ring);
+}
+
+Test(event, destroy_busy_while_a_ring_op_waits_manual)
+{
+	ring_wait_keeps_busy(0);
+}
+
+Test(event, destroy_busy_while_a_ring_op_waits_auto)
+{
+	ring_wait_keeps_busy(URSA_EVENT_AUTO_RESET);
+}
+
+/* A blocked thread counts too, from its first sleep until it returns. */
+struct mw {
+	ursa_event_t e;
+	atomic_int tid;
+};
+
+static void *manual_waiter(void *p)
+{
+	struct mw *m = p;
+	atomic_store(&m->tid, (int)gettid_());
+	return (void *)(intptr_t)ursa_event_wait(&m->e);
+}
+
+Test(event, destroy_busy_while_a_thread_waits_manual)
+{
+	struct mw m = {URSA_EVENT_INIT, 0};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, manual_waiter, &m), 0);
+	while (!atomic_load(&m.tid))
+		sched_yield();
+	wait_sleeping(atomic_load(&m.tid));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(ursa_event_destroy(&m.e), -EBUSY);
+	cr_assert_eq(ursa_event_set(&m.e), 0);
+	void *r;
+	cr_assert_eq(pthread_join(t, &r), 0);
+	cr_assert_eq((intptr_t)r, 0);
+	cr_assert_eq(ursa_event_destroy(&m.e), 0);
+}
