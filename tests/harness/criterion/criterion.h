@@ -486,6 +486,7 @@ __attribute__((weak)) int main(int argc, char **argv)
 				printf("[SKIP] ");
 				crp_print_name(stdout, r);
 				printf(": %s\n", r->excluded);
+				fflush(stdout); /* not copied into the next fork */
 				stats.ran++;
 				stats.skipped++;
 				continue;
