@@ -202,8 +202,6 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 	uint32_t saved;
 	int r;
 
-	if (unlikely(shim_misaligned(pc) || shim_misaligned(pm)))
-		return EINVAL;
 	SHIM_SAVE_ERRNO;
 	if (unlikely(kind_is_glibc(kind) || c_shared != m_shared)) {
 		r = wait_bridged(c, pm, kind, clk, abs);
@@ -229,6 +227,8 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 SHIM_API int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm)
 {
 	pthread_testcancel();
+	if (unlikely(shim_misaligned(pc) || shim_misaligned(pm)))
+		return EINVAL;
 	shim_count(ST_COND_WAIT);
 	return cond_wait(pc, pm, CLOCK_REALTIME, NULL);
 }
@@ -251,6 +251,8 @@ SHIM_API int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
 				    const struct timespec *abs)
 {
 	pthread_testcancel();
+	if (unlikely(shim_misaligned(pc) || shim_misaligned(pm)))
+		return EINVAL;
 	uint32_t fl = __atomic_load_n(&shim_cond(pc)->flags, __ATOMIC_RELAXED);
 	return cond_timedwait(pc, pm, (fl & SHIM_COND_MONOTONIC) ? CLOCK_MONOTONIC : CLOCK_REALTIME,
 			      abs);
@@ -260,5 +262,7 @@ SHIM_API int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clo
 				    const struct timespec *abs)
 {
 	pthread_testcancel();
+	if (unlikely(shim_misaligned(pc) || shim_misaligned(pm)))
+		return EINVAL;
 	return cond_timedwait(pc, pm, clk, abs);
 }

@@ -186,8 +186,6 @@ static int timedlock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *
 	int32_t kind = load_kind(m), self = 0;
 	struct timespec ts;
 	int r;
-	if (unlikely(shim_misaligned(pm)))
-		return EINVAL;
 
 	shim_count(ST_MUTEX_TIMEDLOCK);
 	if (kind_is_glibc(kind)) {
@@ -223,11 +221,15 @@ static int timedlock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *
 
 SHIM_API int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs)
 {
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 	return timedlock(pm, CLOCK_REALTIME, abs, false);
 }
 
 SHIM_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *abs)
 {
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
 	return timedlock(pm, clk, abs, true);
 }
 

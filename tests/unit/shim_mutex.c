@@ -480,12 +480,17 @@ Test(shim_mutex, misaligned_objects_refused)
 		cr_assert_eq(pthread_mutex_lock(m), EINVAL);
 		cr_assert_eq(pthread_mutex_trylock(m), EINVAL);
 		cr_assert_eq(pthread_mutex_unlock(m), EINVAL);
+		struct timespec dl = t_deadline(CLOCK_REALTIME, 10);
+		cr_assert_eq(pthread_mutex_timedlock(m, &dl), EINVAL);
+		cr_assert_eq(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &dl), EINVAL);
 		cr_assert_eq(pthread_cond_init(c, NULL), EINVAL);
 		cr_assert_eq(pthread_cond_signal(c), EINVAL);
 		cr_assert_eq(pthread_cond_broadcast(c), EINVAL);
 		pthread_mutex_t ok = PTHREAD_MUTEX_INITIALIZER;
 		pthread_mutex_lock(&ok);
 		cr_assert_eq(pthread_cond_wait(c, &ok), EINVAL);
+		cr_assert_eq(pthread_cond_timedwait(c, &ok, &dl), EINVAL);
+		cr_assert_eq(pthread_cond_clockwait(c, &ok, CLOCK_MONOTONIC, &dl), EINVAL);
 		pthread_mutex_unlock(&ok);
 		cr_assert_eq(pthread_rwlock_init(l, NULL), EINVAL);
 		cr_assert_eq(pthread_rwlock_rdlock(l), EINVAL);
