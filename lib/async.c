@@ -76,11 +76,20 @@ enum op_state {
 #define F_THEN 0x40u	    /* in the composite's second stage */
 #define F_PARK_SHARED 0x80u /* the parked wait's key is shared */
 
-#define OP_MAGIC 0x75727361u /* "ursa": a started op (catches stray CQEs) */
+#define OP_MAGIC 0x7572u /* "ur": a started op (catches stray CQEs) */
+
+/* The low 3 bits of a wait's user_data (an op is 8-byte aligned) count the
+ * op's arms. A linked timeout that fired just as its wait completed cancels
+ * by user_data from task work that may run only later (with DEFER_TASKRUN,
+ * at the ring owner's next entry) — by then the op may have finished and
+ * been started again with a new wait: the same pointer, so without the
+ * count that stale cancel would end the new wait with -ECANCELED. */
+#define GEN_MASK 0x7u
 
 /* The op's private state, laid over op->__priv. */
 struct op_priv {
-	uint32_t magic;
+	uint16_t magic;
+	uint16_t gen;			   /* arms so far (user_data bits 0-2) */
 	int32_t pending;		   /* composite: the wait's result */
 	int32_t reason;			   /* STOPPING: why the wait ends */
 	uint32_t park_val;		   /* PARKED: the wait to arm... */
@@ -120,7 +129,8 @@ static inline bool in_flight(const struct ursa_op *op)
 
 static inline uint64_t op_tag(struct ursa_op *op)
 {
-	return ((uint64_t)URSA_TAG_OP << 56) | ((uint64_t)(uintptr_t)op & URSA_PTR_MASK);
+	return ((uint64_t)URSA_TAG_OP << 56) | ((uint64_t)(uintptr_t)op & URSA_PTR_MASK) |
+	       (P(op)->gen & GEN_MASK);
 }
 
 /* Asked on every start: keep the probe's answer in one word (0 unknown,
@@ -208,6 +218,7 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 		ursa_k_prep_futex_wait(sqe[0], wt->addr, wt->val, wt->shared);
 		break;
 	}
+	P(op)->gen++;
 	ursa_k_sqe_finish(sqe[0], op_tag(op), n == 2);
 	if (n == 2) {
 		ursa_k_prep_link_timeout_abs(sqe[1], &P(op)->ts, deadline_clock(op));
@@ -307,11 +318,23 @@ static int op_cqe(struct io_uring *r, struct ursa_op *op, int res)
 		return op_finish(op, res);
 	}
 	if (op_state(op) == S_ARMED && res < 0 && res != -EAGAIN) {
-		/* -ECANCELED: our linked timeout, or a cancel that was not
-		 * ours (taken as one). Anything else: the kernel refused the
-		 * wait (-ENOMEM, -EFAULT...). One more step either way. */
-		p->reason = res != -ECANCELED ? res : deadline_passed(op) ? -ETIMEDOUT : -ECANCELED;
-		set_state(op, S_STOPPING);
+		/* -ECANCELED with the deadline past: our linked timeout. Without
+		 * it (no ursa_op_cancel asked, no deadline reached) the wait was
+		 * ended by nothing of this op's: a linked timeout of an earlier
+		 * wait at the same address that fired as that wait completed
+		 * (seen with SINGLE_ISSUER|DEFER_TASKRUN rings: its CQE comes
+		 * before this op's deadline), or the application cancelling
+		 * requests wholesale. Either way this op did not end: step and
+		 * re-arm, as after a spurious wake. Anything else: the kernel
+		 * refused the wait (-ENOMEM, -EFAULT...): one more step, then
+		 * that error. */
+		if (res != -ECANCELED) {
+			p->reason = res;
+			set_state(op, S_STOPPING);
+		} else if (deadline_passed(op)) {
+			p->reason = -ETIMEDOUT;
+			set_state(op, S_STOPPING);
+		}
 	}
 	/* RELOCKING: whatever the CQE says, step again — the op finishes only
 	 * holding its mutex. */
@@ -343,7 +366,8 @@ static void retry_parked(struct io_uring *r)
 int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_step_ops *ops,
 		     void *obj, void *obj2, uint32_t aux, struct ursa_waiter **w)
 {
-	if (!r || !op || !obj || ((uintptr_t)obj & 3) || ((uintptr_t)obj2 & 3))
+	if (!r || !op || ((uintptr_t)op & GEN_MASK) || !obj || ((uintptr_t)obj & 3) ||
+	    ((uintptr_t)obj2 & 3))
 		return -EINVAL;
 	if (in_flight(op))
 		return -EINVAL;
@@ -487,9 +511,9 @@ int ursa_handle_cqe(struct io_uring *r, const struct io_uring_cqe *cqe, struct u
 		return 0;
 	/* What can be caught cheaply of a CQE that names no op of this ring
 	 * in flight (the contract calls it undefined): -EINVAL, untouched. */
-	struct ursa_op *op = (struct ursa_op *)(uintptr_t)(ud & URSA_PTR_MASK);
-	if (!op || ((uintptr_t)op & (_Alignof(struct ursa_op) - 1)) || P(op)->magic != OP_MAGIC ||
-	    P(op)->ring != r)
+	struct ursa_op *op = (struct ursa_op *)(uintptr_t)(ud & URSA_PTR_MASK & ~(uint64_t)GEN_MASK);
+	if (!op || P(op)->magic != OP_MAGIC || P(op)->ring != r ||
+	    (ud & GEN_MASK) != (P(op)->gen & GEN_MASK))
 		return -EINVAL;
 	unsigned st = op_state(op);
 	if (st != S_ARMED && st != S_STOPPING && st != S_RELOCKING)
