@@ -27,6 +27,9 @@
  * (ursa_cond_wait_async, which must finish holding its mutex, says what it
  * does instead). A deadline lasts for one op: a finished op that is started
  * again has none unless ursa_op_set_deadline gives it a new one.
+ * Stop an op with ursa_op_cancel: a wait of ursa's cancelled by other
+ * means (IORING_OP_ASYNC_CANCEL of the application's own, with
+ * IORING_ASYNC_CANCEL_ANY) is taken for a spurious wake and re-armed.
  *
  * Ring waiters and blocked threads interoperate on the same objects,
  * process-private or URSA_SHARED.
