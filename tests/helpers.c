@@ -4,6 +4,8 @@
 #include "tests/helpers.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <stdlib.h>
@@ -160,4 +162,26 @@ int t_ring_init(unsigned entries, struct io_uring *r, unsigned flags)
 	memset(&p, 0, sizeof(p));
 	p.flags = flags;
 	return t_ring_init_params(entries, r, &p);
+}
+
+void t_wait_sleeping(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert(f, "open %s", path);
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = 0;
+		char *p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		sched_yield();
+	}
+}
+
+void t_die_with_parent(void)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 }

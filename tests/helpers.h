@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 #include <ursa.h>
 
@@ -41,6 +42,14 @@ void t_join_all(pthread_t *tids, int n);
 /* fork() n children each running fn(i, arg) then _exit(0 on true, 1 on
  * false); returns true when all children exited 0. */
 bool t_fork_all(int n, bool (*fn)(int i, void *arg), void *arg);
+
+/* Wait until thread tid is asleep (state S: in these tests only a futex
+ * wait puts a waiter thread there; it yields while it is not). */
+void t_wait_sleeping(pid_t tid);
+/* A child left blocked by a failed test must not outlive it (t_fork_all
+ * waits for every child; the runner kills only the test process): call
+ * first thing in a forked child. */
+void t_die_with_parent(void);
 
 /* Skip the current test unless the kernel has the io_uring futex ops (and
  * WAITV when want_waitv). Prints the probe's reason. */

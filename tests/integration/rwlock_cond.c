@@ -23,14 +23,6 @@
 
 TestSuite(rwlock_cond, .timeout = 60);
 
-/* A child process blocked by a bug must not outlive the test that timed
- * out: it gets SIGKILL when its parent dies. (t_fork_all's children do
- * this themselves; this is for the test's own fork.) */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 #define NPROC		  3
 #define WORKERS_PER_PROC  2
 #define AUDITORS_PER_PROC 1
@@ -209,7 +201,7 @@ Test(rwlock_cond, threads_in_processes)
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		die_with_parent();
+		t_die_with_parent();
 		_exit(t_fork_all(NPROC, child, s) ? 0 : 1);
 	}
 

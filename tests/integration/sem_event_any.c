@@ -16,13 +16,6 @@
 
 TestSuite(sem_event_any, .timeout = 60);
 
-/* A child left blocked by a failed test must not outlive it (t_fork_all
- * waits for every child; Criterion kills only the test process). */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 #define W_MUTEX(p) ((ursa_waitable_t){URSA_WAIT_MUTEX, (p)})
 #define W_SEM(p) ((ursa_waitable_t){URSA_WAIT_SEM, (p)})
 #define W_EVENT(p) ((ursa_waitable_t){URSA_WAIT_EVENT, (p)})
@@ -161,7 +154,7 @@ static void *bb_consumer(void *arg)
 
 static bool bb_child(int idx, void *arg)
 {
-	die_with_parent();
+	t_die_with_parent();
 	struct bb *b = arg;
 	bool producer = idx < PROD_PROCS;
 	pthread_t t[THREADS];
@@ -234,7 +227,7 @@ struct tr {
 
 static bool tr_child(int idx, void *arg)
 {
-	die_with_parent();
+	t_die_with_parent();
 	struct tr *t = arg;
 	ursa_waitable_t v[2] = {W_SEM(&t->never), W_EVENT(&t->ev[idx])};
 	for (int lap = 0; lap < TR_LAPS; lap++) {
@@ -311,7 +304,7 @@ static bool br_child(int idx, void *arg)
 
 static bool br_coordinator(int idx, void *arg)
 {
-	die_with_parent();
+	t_die_with_parent();
 	struct br *b = arg;
 	if (idx < BR_PROCS)
 		return br_child(idx, arg);

@@ -14,14 +14,6 @@
 
 TestSuite(cond, .timeout = 60);
 
-/* A child process blocked by a bug must not outlive the test that timed
- * out: it gets SIGKILL when its parent dies. (t_fork_all's children do
- * this themselves; this is for the test's own fork.) */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 Test(cond, sizes)
 {
 	cr_assert_eq(sizeof(ursa_cond_t), 8);
@@ -539,7 +531,7 @@ Test(cond, processes_broadcast_wakes_all)
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		die_with_parent();
+		t_die_with_parent();
 		_exit(t_fork_all(4, gate_child, g) ? 0 : 1);
 	}
 	wait_for_waiters(g, 4);

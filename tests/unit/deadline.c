@@ -117,27 +117,6 @@ Test(deadline, mutex_contended_far_deadlines)
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
 }
 
-/* Wait until thread tid is asleep (state S) or gone (a bounded sleep on a
- * HANDED mutex ends after URSA_HANDED_SLEEP_MS and claims it: under load the
- * newcomer may be done before we look). */
-static void wait_sleeping(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		if (!f)
-			return;
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
-		sched_yield();
-	}
-}
-
 struct newcomer {
 	ursa_mutex_t *m;
 	clockid_t clk;
@@ -212,7 +191,7 @@ static void handed_newcomer(clockid_t clk, const struct timespec *abs)
 	pthread_create(&t, NULL, newcomer, &n);
 	while (!atomic_load(&n.tid))
 		;
-	wait_sleeping(n.tid);
+	t_wait_sleeping(n.tid);
 	reap(&ring, &op);
 	cr_assert_eq(op.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);

@@ -15,32 +15,6 @@
 
 TestSuite(event, .timeout = 60);
 
-/* A child left blocked by a failed test must not outlive it (t_fork_all
- * waits for every child; Criterion kills only the test process). */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* Wait until thread tid is asleep (state S: in these tests only a futex
- * wait puts a waiter thread there). */
-static void wait_sleeping(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
-		sched_yield();
-	}
-}
-
 static pid_t gettid_(void)
 {
 	return (pid_t)syscall(SYS_gettid);
@@ -197,7 +171,7 @@ static void blk_start(struct blk *b, pthread_t *t, struct blk_arg *args, int tim
 	for (int i = 0; i < NW; i++) {
 		while (!__atomic_load_n(&b->tid[i], __ATOMIC_ACQUIRE))
 			sched_yield();
-		wait_sleeping(b->tid[i]);
+		t_wait_sleeping(b->tid[i]);
 	}
 	cr_assert_eq(atomic_load(&b->done), 0, "waiters returned before the set");
 }
@@ -473,7 +447,7 @@ struct pev {
 
 static bool pev_child(int idx, void *arg)
 {
-	die_with_parent();
+	t_die_with_parent();
 	struct pev *p = arg;
 	if (ursa_event_wait(&p->go) != 0)
 		return false;
@@ -512,7 +486,7 @@ Test(event, processes_shared)
 	pid_t setter = fork();
 	cr_assert(setter >= 0);
 	if (setter == 0) {
-		die_with_parent();
+		t_die_with_parent();
 		_exit(ursa_event_set(&p->go) == 0 ? 0 : 1);
 	}
 	cr_assert(t_fork_all(4, pev_child, p));
@@ -599,7 +573,7 @@ Test(event, destroy_busy_while_a_thread_waits_manual)
 	cr_assert_eq(pthread_create(&t, NULL, manual_waiter, &m), 0);
 	while (!atomic_load(&m.tid))
 		sched_yield();
-	wait_sleeping(atomic_load(&m.tid));
+	t_wait_sleeping(atomic_load(&m.tid));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(ursa_event_destroy(&m.e), -EBUSY);
 	cr_assert_eq(ursa_event_set(&m.e), 0);

@@ -18,14 +18,6 @@
 
 TestSuite(rwlock, .timeout = 60);
 
-/* A child process blocked by a bug must not outlive the test that timed
- * out: it gets SIGKILL when its parent dies. (t_fork_all's children do
- * this themselves; this is for the test's own fork.) */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
  * low 15 bits of __state, the waiting bits are bits 30 and 31. Used only
@@ -741,7 +733,7 @@ Test(rwlock, processes_sleepers_are_woken)
 	cr_assert(pid >= 0);
 	if (pid == 0) {
 		/* Child: one writer and two readers (processes) block. */
-		die_with_parent();
+		t_die_with_parent();
 		_exit(t_fork_all(3, pwait_child, x) ? 0 : 1);
 	}
 	wait_state_bits(&x->l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);

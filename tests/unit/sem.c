@@ -14,32 +14,6 @@
 
 TestSuite(sem, .timeout = 60);
 
-/* A child left blocked by a failed test must not outlive it (t_fork_all
- * waits for every child; Criterion kills only the test process). */
-static void die_with_parent(void)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
-/* Wait until thread tid is asleep (state S: in our tests, only a futex
- * wait puts it there). */
-static void wait_sleeping(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
-		sched_yield();
-	}
-}
-
 Test(sem, sizes)
 {
 	cr_assert_eq(sizeof(ursa_sem_t), 8);
@@ -190,7 +164,7 @@ static void run_one(int timed, unsigned flags)
 	cr_assert_eq(pthread_create(&t, NULL, one_waiter, &o), 0);
 	while (!__atomic_load_n(&o.tid, __ATOMIC_ACQUIRE))
 		sched_yield();
-	wait_sleeping(o.tid);
+	t_wait_sleeping(o.tid);
 	cr_assert_eq(atomic_load(&o.done), 0);
 	cr_assert_eq(ursa_sem_destroy(&o.s), -EBUSY, "a waiter sleeps on it");
 	cr_assert_eq(ursa_sem_post(&o.s), 0);
@@ -347,7 +321,7 @@ struct pcons {
 
 static bool pcons_child(int idx, void *arg)
 {
-	die_with_parent();
+	t_die_with_parent();
 	struct pcons *c = arg;
 	if (idx < 2) { /* posters */
 		for (int i = 0; i < P_ITERS; i++) {

@@ -393,23 +393,6 @@ static void *sem_plain(void *p)
 	return NULL;
 }
 
-static void sem_wait_sleeping(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *q = strrchr(buf, ')');
-		if (q && q[1] == ' ' && q[2] == 'S')
-			return;
-		sched_yield();
-	}
-}
-
 /* pthread_cancel of a thread asleep in sem_wait: it goes at once (its
  * cleanup handler runs), takes no unit, leaves no registration (the
  * semaphore still works and can be destroyed). */
@@ -422,7 +405,7 @@ Test(shim_sem, cancel_asleep_in_sem_wait)
 	cr_assert_eq(pthread_create(&t, NULL, sem_asleep_fn, x), 0);
 	while (!atomic_load(&x->tid))
 		sched_yield();
-	sem_wait_sleeping(atomic_load(&x->tid));
+	t_wait_sleeping(atomic_load(&x->tid));
 	cr_assert_eq(pthread_cancel(t), 0);
 	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
 	int jr = pthread_timedjoin_np(t, &ret, &dl);

@@ -27,25 +27,6 @@ static pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-/* Wait until thread tid is asleep (state S: in these tests only a futex
- * wait puts a waiter thread there; it spins with sched_yield otherwise). */
-static void wait_sleeping(pid_t tid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
-		sched_yield();
-	}
-}
-
 /* Wait (yielding) until *flag == want; a stranded waiter never gets there,
  * so give up after 10 s with a message rather than hit the suite timeout. */
 static void wait_flag(atomic_int *flag, int want, const char *what)
@@ -228,7 +209,7 @@ static pthread_t wk_start(struct wk *w, int timed)
 	cr_assert_eq(pthread_create(&t, NULL, wk_waiter, w), 0);
 	while (!__atomic_load_n(&w->tid, __ATOMIC_ACQUIRE))
 		sched_yield();
-	wait_sleeping(w->tid);
+	t_wait_sleeping(w->tid);
 	cr_assert_eq(atomic_load(&w->done), 0);
 	return t;
 }
@@ -585,9 +566,9 @@ static void run_pass_on(int kind, unsigned flags, int rounds)
 		if (kind == PO_MUTEX)
 			cr_assert_eq(ursa_mutex_lock(&p.xm), 0);
 		atomic_store(&p.round_a, r);
-		wait_sleeping(p.tid_a);
+		t_wait_sleeping(p.tid_a);
 		atomic_store(&p.round_b, r);
-		wait_sleeping(p.tid_b);
+		t_wait_sleeping(p.tid_b);
 		po_release_x(&p);
 		cr_assert_eq(ursa_sem_post(&p.t), 0);
 		wait_flag(&p.done_a, r, "wait-any return");
