@@ -93,15 +93,22 @@ static int feed_app(struct io_uring *r, struct ursa_op **done)
 
 /* ---- the condvar's mutex stage ----------------------------------------- */
 
-/* A cond op whose wait is over (signalled) and whose mutex is held by
- * someone else: its mutex-stage FUTEX_WAIT is queued. */
-static void cond_to_mutex_stage(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
-				struct ursa_op *op)
+/* A cond op started holding m: its condvar wait is queued, m is free. */
+static void start_cond_wait(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
+			    struct ursa_op *op)
 {
 	ursa_cond_init(c, 0);
 	ursa_mutex_init(m, 0);
 	cr_assert_eq(ursa_mutex_lock(m), 0);
 	cr_assert_eq(ursa_cond_wait_async(r, c, m, op), 0);
+}
+
+/* A cond op whose wait is over (signalled) and whose mutex is held by
+ * someone else: its mutex-stage FUTEX_WAIT is queued. */
+static void cond_to_mutex_stage(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
+				struct ursa_op *op)
+{
+	start_cond_wait(r, c, m, op);
 	struct io_uring_sqe *s = op_sqe(r);
 	cr_assert_eq(s->opcode, IORING_OP_FUTEX_WAIT);
 	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)c, "waits on the condvar first");
@@ -159,10 +166,7 @@ Test(async_cqe, cond_mutex_stage_refused_submission_parks, .timeout = 20)
 	ursa_cond_t c;
 	ursa_mutex_t m;
 	struct ursa_op op = URSA_OP_INIT;
-	ursa_cond_init(&c, 0);
-	ursa_mutex_init(&m, 0);
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), 0);
+	start_cond_wait(&r, &c, &m, &op);
 	struct io_uring_sqe *s = op_sqe(&r);
 	struct io_uring_sqe copy = *s;
 	cr_assert_eq(ursa_cond_signal(&c), 0);
@@ -203,10 +207,7 @@ Test(async_cqe, cond_wait_stage_error_cqe_relocks)
 	ursa_cond_t c;
 	ursa_mutex_t m;
 	struct ursa_op op = URSA_OP_INIT;
-	ursa_cond_init(&c, 0);
-	ursa_mutex_init(&m, 0);
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), 0);
+	start_cond_wait(&r, &c, &m, &op);
 	struct io_uring_sqe *s = op_sqe(&r);
 	drop_queued(&r);
 	struct ursa_op *done = NULL;
@@ -229,10 +230,7 @@ Test(async_cqe, cond_cancel_then_mutex_stage_ignores_cancel)
 	ursa_cond_t c;
 	ursa_mutex_t m;
 	struct ursa_op op = URSA_OP_INIT;
-	ursa_cond_init(&c, 0);
-	ursa_mutex_init(&m, 0);
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), 0);
+	start_cond_wait(&r, &c, &m, &op);
 	struct io_uring_sqe *s = op_sqe(&r);
 	struct io_uring_sqe copy = *s;
 	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
