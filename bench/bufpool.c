@@ -25,6 +25,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* The gnuplot configure found (URSA_GNUPLOT, config.h; plain "gnuplot" from
+ * PATH when it found none), quoted for popen's shell. */
+#ifndef URSA_GNUPLOT
+#define URSA_GNUPLOT "gnuplot"
+#endif
+#define GNUPLOT_CMD "'" URSA_GNUPLOT "' 2>&1"
+
 #ifdef HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
 #endif
@@ -707,7 +714,7 @@ static void write_csv_rows(FILE *f, const char *scenario, const struct result *r
 
 static void write_plot(const char *png, const struct result *res, const char *title)
 {
-	FILE *g = popen("gnuplot 2>&1", "w");
+	FILE *g = popen(GNUPLOT_CMD, "w");
 	if (!g) {
 		printf("plot: gnuplot could not be started\n");
 		return;
@@ -848,7 +855,7 @@ static void run_point(const struct opts *o, const struct bp_config *c, uint64_t 
 static void write_sweep_plot(const char *png, const struct result (*pts)[BP_NENGINES], int npts,
 			     const int *ns, const char *title)
 {
-	FILE *g = popen("gnuplot 2>&1", "w");
+	FILE *g = popen(GNUPLOT_CMD, "w");
 	if (!g) {
 		printf("plot: gnuplot could not be started\n");
 		return;

@@ -65,6 +65,13 @@
 #include <unistd.h>
 #include <ursa.h>
 
+/* The gnuplot configure found (URSA_GNUPLOT, config.h; plain "gnuplot" from
+ * PATH when it found none), quoted for popen's shell. */
+#ifndef URSA_GNUPLOT
+#define URSA_GNUPLOT "gnuplot"
+#endif
+#define GNUPLOT_CMD "'" URSA_GNUPLOT "' 2>&1"
+
 #define REC_SIZE 64u
 #define WALBUF_RECS 8192u /* WAL buffer: records not yet written, at most one per backend */
 #define MAX_PROCS 1024
@@ -693,7 +700,7 @@ static double parse_num(const char *s, const char *what, double lo, double hi)
 
 static void write_plot(const char *png, const struct result *res, int nprocs, bool ww)
 {
-	FILE *g = popen("gnuplot 2>&1", "w");
+	FILE *g = popen(GNUPLOT_CMD, "w");
 	if (!g) {
 		printf("plot: gnuplot could not be started\n");
 		return;
