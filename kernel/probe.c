@@ -7,7 +7,10 @@
  * or read a half-written cache. io_uring support is asked of the kernel itself with
  * IORING_REGISTER_PROBE on a throwaway ring, so a kernel with io_uring
  * disabled (sysctl kernel.io_uring_disabled, a seccomp filter) reads as
- * "no ring" and the async API answers -EOPNOTSUPP.
+ * "no ring" and the async API answers -EOPNOTSUPP. Only a lasting answer is
+ * cached: a ring set-up refused for a passing reason (out of file
+ * descriptors or locked memory, -EAGAIN, -EINTR) reads as "no ring" for
+ * that call alone, and the next caller asks again.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 #include "ursa/probe.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +43,18 @@ static void publish_delay(void)
 	}
 }
 
-static void probe_uring(struct ursa_features *f)
+/* Fills f's ring fields; returns false when the kernel's answer may change
+ * (the set-up failed for want of a resource), true when it is lasting. */
+static bool probe_uring(struct ursa_features *f)
 {
 	struct io_uring ring;
-	if (io_uring_queue_init(2, &ring, 0) < 0)
-		return;
+	int r = io_uring_queue_init(2, &ring, 0);
+	if (r < 0)
+		return !(r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN ||
+			 r == -EINTR);
 	f->uring = true;
 	struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
+	bool known = p != NULL;
 	if (p) {
 		f->uring_futex = io_uring_opcode_supported(p, IORING_OP_FUTEX_WAIT) &&
 				 io_uring_opcode_supported(p, IORING_OP_FUTEX_WAKE);
@@ -54,6 +63,9 @@ static void probe_uring(struct ursa_features *f)
 		io_uring_free_probe(p);
 	}
 	io_uring_queue_exit(&ring);
+	/* No probe (its buffer could not be allocated): the opcodes are not
+	 * known yet. */
+	return known;
 }
 
 __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
@@ -75,9 +87,9 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 	memset(&t, 0, sizeof(t));
 	t.futex2 = ursa_k_have_futex2();
 	t.futex_waitv = ursa_k_have_futex_waitv();
-	probe_uring(&t);
+	bool lasting = probe_uring(&t);
 	int unknown = 0;
-	if (__atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_RELAXED,
+	if (lasting && __atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_RELAXED,
 					__ATOMIC_RELAXED)) {
 		publish_delay();
 		cached = t;

@@ -133,18 +133,20 @@ static inline uint64_t op_tag(struct ursa_op *op)
 	       (P(op)->gen & GEN_MASK);
 }
 
-/* Asked on every start: keep the probe's answer in one word (0 unknown,
- * 1 yes, -1 no) instead of copying the feature struct each time. */
+/* Asked on every start: keep a "yes" in one word instead of copying the
+ * feature struct each time. A "no" is asked again: ursa_probe caches its
+ * lasting answers itself, and a passing one (the probe's ring set-up out
+ * of file descriptors, say) must not turn the async API off for good. */
 static bool have_uring_futex(void)
 {
-	static int have;
-	int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
-	if (unlikely(h == 0)) {
-		struct ursa_features f;
-		h = ursa_probe(&f) == 0 && f.uring_futex ? 1 : -1;
-		__atomic_store_n(&have, h, __ATOMIC_RELAXED);
-	}
-	return h > 0;
+	static bool have;
+	if (likely(__atomic_load_n(&have, __ATOMIC_RELAXED)))
+		return true;
+	struct ursa_features f;
+	if (ursa_probe(&f) != 0 || !f.uring_futex)
+		return false;
+	__atomic_store_n(&have, true, __ATOMIC_RELAXED);
+	return true;
 }
 
 /* ---- deadline ------------------------------------------------------- */

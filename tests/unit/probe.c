@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ursa/async.h>
+#include <ursa/event.h>
 
 TestSuite(probe, .timeout = 120);
 
@@ -158,4 +160,88 @@ Test(probe, callers_during_publication)
 Test(probe, null)
 {
 	cr_assert_eq(ursa_probe(NULL), -EINVAL);
+}
+
+/* A passing refusal is not cached. The first probe of a process runs with
+ * no file descriptor to spare, so its ring set-up fails (-EMFILE) and it
+ * answers "no ring" and the async starters -EOPNOTSUPP; with the limit
+ * back, the next probe and the next start see the ring again. In a child,
+ * whose cache starts empty. */
+static int transient_child(void)
+{
+	struct ursa_features f;
+	struct io_uring ring;
+	if (io_uring_queue_init(8, &ring, 0) < 0)
+		return 10;
+	ursa_event_t e;
+	if (ursa_event_init(&e, 0) != 0)
+		return 11;
+	struct rlimit old, none;
+	if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+		return 12;
+	/* Descriptors 0..highest are in use: a limit of highest + 1 leaves no
+	 * free one. */
+	int highest = dup(0);
+	if (highest < 0)
+		return 13;
+	close(highest);
+	none = old;
+	none.rlim_cur = (rlim_t)highest;
+	if (setrlimit(RLIMIT_NOFILE, &none) != 0)
+		return 14;
+	struct ursa_op op;
+	if (ursa_probe(&f) != 0 || f.uring)
+		return 20; /* the refusal was not seen, or not answered "no ring" */
+	if (ursa_event_wait_async(&ring, &e, &op) != -EOPNOTSUPP)
+		return 21;
+	if (setrlimit(RLIMIT_NOFILE, &old) != 0)
+		return 15;
+	if (ursa_probe(&f) != 0 || !f.uring || !same(&f, &want))
+		return 30; /* the passing "no" was kept */
+	if (ursa_event_wait_async(&ring, &e, &op) != 0)
+		return 31; /* the starter kept the passing "no" */
+	if (ursa_event_set(&e) != 0 || io_uring_submit(&ring) < 0)
+		return 32;
+	struct ursa_op *done = NULL;
+	while (!done) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(&ring, &cqe) != 0)
+			return 33;
+		int r = ursa_handle_cqe(&ring, cqe, &done);
+		io_uring_cqe_seen(&ring, cqe);
+		if (r != 1)
+			return 34;
+	}
+	if (done != &op || op.res != 0)
+		return 35;
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+
+Test(probe, transient_refusal_is_not_cached)
+{
+	unsetenv("URSA_TEST_PROBE_DELAY_US");
+	/* The reference answer from a child, so this process's cache (which
+	 * the next child inherits) stays empty. */
+	struct ursa_features *ref = t_shared_alloc(sizeof(*ref));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(ursa_probe(ref) == 0 ? 0 : 1);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	want = *ref;
+	t_shared_free(ref, sizeof(*ref));
+	if (!want.uring_futex)
+		cr_skip_test("no io_uring futex ops on this kernel");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(transient_child());
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died (status %#x)", st);
+	cr_assert_eq(WEXITSTATUS(st), 0, "step %d failed (see transient_child)", WEXITSTATUS(st));
 }
