@@ -16,8 +16,10 @@ struct ursa_features {
 	bool uring_waitid; /* IORING_OP_WAITID (6.7+) */
 };
 
-/* Fill *f. The kernel is asked once; later calls return the cached answer.
- * Returns 0 or -EINVAL (NULL f). Never blocks. */
+/* Fill *f. The kernel's lasting answer is cached and later calls return
+ * it; an io_uring set-up refused for a passing reason (no file descriptor
+ * or memory to spare) reads as "uring false" for that call only, and the
+ * next call asks again. Returns 0 or -EINVAL (NULL f). Never blocks. */
 URSA_API int ursa_probe(struct ursa_features *f);
 
 URSA_EXTERN_C_END
