@@ -92,6 +92,9 @@ struct work {
 	long counter;
 	int flag; /* cond predicate, under m */
 	atomic_int bad;
+	ursa_waitq_t *q;
+	atomic_int q_ready; /* the waitq waiter prepared slot 0 */
+	int q_res;	    /* what its wait returned */
 };
 
 #define ITERS 20000
@@ -159,21 +162,15 @@ static void *event_waiter(void *arg)
 	return NULL;
 }
 
-struct wq_arg {
-	ursa_waitq_t *q;
-	atomic_int ready;
-	int res;
-};
-
 static void *waitq_waiter(void *arg)
 {
-	struct wq_arg *a = arg;
-	if (ursa_waitq_prepare(a->q, 0, 1) != 0) {
-		a->res = -1000;
+	struct work *w = arg;
+	if (ursa_waitq_prepare(w->q, 0, 1) != 0) {
+		w->q_res = -1000;
 		return NULL;
 	}
-	atomic_store(&a->ready, 1);
-	a->res = ursa_waitq_wait(a->q, 0, CLOCK_MONOTONIC, NULL);
+	atomic_store(&w->q_ready, 1);
+	w->q_res = ursa_waitq_wait(w->q, 0, CLOCK_MONOTONIC, NULL);
 	return NULL;
 }
 
@@ -227,17 +224,18 @@ static void child_main(int err)
 	CHILD_CHECK(ursa_wait_any_async(&fake, any, 1, &op) == -EOPNOTSUPP);
 
 	/* A waitq wake given a ring wakes by system call instead. */
-	struct wq_arg wa = {q, 0, 1};
+	w.q = q;
+	w.q_res = 1;
 	pthread_t t;
-	CHILD_CHECK(pthread_create(&t, NULL, waitq_waiter, &wa) == 0);
-	while (!atomic_load(&wa.ready))
+	CHILD_CHECK(pthread_create(&t, NULL, waitq_waiter, &w) == 0);
+	while (!atomic_load(&w.q_ready))
 		sched_yield();
 	int woke;
 	while ((woke = ursa_waitq_wake_upto(q, 1, &fake)) == 0)
 		sched_yield(); /* cannot be 0 once prepared; be patient anyway */
 	CHILD_CHECK(woke == 1);
 	CHILD_CHECK(pthread_join(t, NULL) == 0);
-	CHILD_CHECK(wa.res == 0);
+	CHILD_CHECK(w.q_res == 0);
 
 	/* Blocking API: a quick contended check of each primitive. */
 	pthread_t ts[4];

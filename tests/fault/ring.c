@@ -89,6 +89,60 @@ static void cancel_retry(struct io_uring *r, struct slot *x)
 	cr_assert_eq(rc, 0, "ursa_op_cancel: %d", rc);
 }
 
+/* A cancel storm over NOPS ops on one object. Each round starts every op
+ * not in flight (one that finishes at once goes to at_once), submits,
+ * cancels the in-flight ops the seed picks ((seed >> 16) % mod == pick),
+ * and reaps for 1 ms. At least `rounds` rounds, and on while *until is
+ * false (until may be NULL). */
+struct storm {
+	int (*start)(struct io_uring *, void *, struct ursa_op *);
+	void *obj;
+	void (*at_once)(void);
+	void (*on_done)(struct slot *);
+	uint32_t seed, mod, pick;
+	int rounds;
+	atomic_bool *until;
+};
+
+static void storm(struct io_uring *r, struct slot *s, struct storm *st)
+{
+	uint32_t seed = st->seed;
+	for (int round = 0; round < st->rounds || (st->until && !atomic_load(st->until));
+	     round++) {
+		for (int i = 0; i < NOPS; i++) {
+			if (!s[i].inflight && start_retry(r, st->start, st->obj, &s[i]) == 1) {
+				s[i].finishes++;
+				st->at_once();
+			}
+		}
+		cr_assert_geq(io_uring_submit(r), 0);
+		for (int i = 0; i < NOPS; i++) {
+			seed = seed * 1103515245u + 12345u;
+			if (s[i].inflight && (seed >> 16) % st->mod == st->pick)
+				cancel_retry(r, &s[i]);
+		}
+		reap(r, s, 1, st->on_done);
+	}
+}
+
+/* Cancel every op still in flight and wait until each has finished. */
+static void cancel_all(struct io_uring *r, struct slot *s, void (*on_done)(struct slot *))
+{
+	for (int i = 0; i < NOPS; i++)
+		if (s[i].inflight)
+			cancel_retry(r, &s[i]);
+	for (int tries = 0; tries < 10000; tries++) {
+		int left = 0;
+		for (int i = 0; i < NOPS; i++)
+			left += s[i].inflight;
+		if (!left)
+			break;
+		reap(r, s, 5, on_done);
+	}
+	for (int i = 0; i < NOPS; i++)
+		cr_assert(!s[i].inflight, "op %d never finished", i);
+}
+
 /* ---- semaphore: cancel storms racing posts -------------------------------- */
 
 static ursa_sem_t g_sem;
@@ -110,6 +164,11 @@ static void sem_done(struct slot *x)
 }
 
 static atomic_bool g_posted;
+
+static void sem_at_once(void)
+{
+	atomic_fetch_add(&g_taken, 1); /* finished at once: took a unit */
+}
 
 static void *poster(void *arg)
 {
@@ -138,39 +197,12 @@ static void sem_cancel_storm(unsigned flags)
 	atomic_store(&g_posted, false);
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, poster, (void *)posts), 0);
-	uint32_t seed = 12345;
-	/* Storm for as long as the posts go on (and at least 300 rounds). */
-	for (int round = 0; round < 300 || !atomic_load(&g_posted); round++) {
-		for (int i = 0; i < NOPS; i++) {
-			if (!s[i].inflight && start_retry(&r, st_sem, &g_sem, &s[i]) == 1) {
-				s[i].finishes++; /* finished at once: took a unit */
-				atomic_fetch_add(&g_taken, 1);
-			}
-		}
-		cr_assert_geq(io_uring_submit(&r), 0);
-		/* The storm: cancel a random half of what is in flight. */
-		for (int i = 0; i < NOPS; i++) {
-			seed = seed * 1103515245u + 12345u;
-			if (s[i].inflight && (seed >> 16) % 2)
-				cancel_retry(&r, &s[i]);
-		}
-		reap(&r, s, 1, sem_done);
-	}
+	/* Storm for as long as the posts go on (and at least 300 rounds),
+	 * cancelling a random half of what is in flight. */
+	storm(&r, s,
+	      &(struct storm){st_sem, &g_sem, sem_at_once, sem_done, 12345, 2, 1, 300, &g_posted});
 	cr_assert_eq(pthread_join(t, NULL), 0);
-	/* Cancel everything left and wait for every op to finish. */
-	for (int i = 0; i < NOPS; i++)
-		if (s[i].inflight)
-			cancel_retry(&r, &s[i]);
-	for (int tries = 0; tries < 10000; tries++) {
-		int left = 0;
-		for (int i = 0; i < NOPS; i++)
-			left += s[i].inflight;
-		if (!left)
-			break;
-		reap(&r, s, 5, sem_done);
-	}
-	for (int i = 0; i < NOPS; i++)
-		cr_assert(!s[i].inflight, "op %d never finished", i);
+	cancel_all(&r, s, sem_done);
 	/* Units conserved: taken by ops + left in the semaphore == posted. */
 	long left = ursa_sem_value(&g_sem);
 	cr_assert_eq(atomic_load(&g_taken) + left, posts, "taken %ld + left %ld != posted %ld",
@@ -241,36 +273,11 @@ Test(fault_ring, mutex_cancel_storm)
 	memset(s, 0, sizeof(s));
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, locker, NULL), 0);
-	uint32_t seed = 777;
-	for (int round = 0; round < 300; round++) {
-		for (int i = 0; i < NOPS; i++)
-			if (!s[i].inflight && start_retry(&r, st_mutex, &g_m, &s[i]) == 1) {
-				s[i].finishes++;
-				hold_release();
-			}
-		cr_assert_geq(io_uring_submit(&r), 0);
-		for (int i = 0; i < NOPS; i++) {
-			seed = seed * 1103515245u + 12345u;
-			if (s[i].inflight && (seed >> 16) % 3 == 0)
-				cancel_retry(&r, &s[i]);
-		}
-		reap(&r, s, 1, mutex_done);
-	}
+	/* 300 rounds cancelling a random third of what is in flight. */
+	storm(&r, s, &(struct storm){st_mutex, &g_m, hold_release, mutex_done, 777, 3, 0, 300, NULL});
 	atomic_store(&g_stop, true);
 	cr_assert_eq(pthread_join(t, NULL), 0);
-	for (int i = 0; i < NOPS; i++)
-		if (s[i].inflight)
-			cancel_retry(&r, &s[i]);
-	for (int tries = 0; tries < 10000; tries++) {
-		int left = 0;
-		for (int i = 0; i < NOPS; i++)
-			left += s[i].inflight;
-		if (!left)
-			break;
-		reap(&r, s, 5, mutex_done);
-	}
-	for (int i = 0; i < NOPS; i++)
-		cr_assert(!s[i].inflight, "op %d never finished", i);
+	cancel_all(&r, s, mutex_done);
 	cr_assert_gt(atomic_load(&g_got), 0, "no ring op ever got the mutex");
 	cr_log_info("mutex storm: %ld ring acquisitions", (long)atomic_load(&g_got));
 	cr_assert_eq(ursa_mutex_trylock(&g_m), 0, "mutex left held");

@@ -125,22 +125,42 @@ static void kill_reap(pid_t pid)
 	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child was not killed");
 }
 
-/* ---- mutex ------------------------------------------------------------- */
-
-static void hold_mutex(struct shm *p)
+/* New shared objects, and a child that ran fn on them until it was asleep
+ * in it (holding or waiting), then was SIGKILLed and reaped. */
+static struct shm *killed_in(void (*fn)(struct shm *))
 {
-	ursa_mutex_lock(&p->m);
+	struct shm *p = shm_new();
+	pid_t pid = spawn(fn, p);
+	wait_asleep(p, pid);
+	kill_reap(pid);
+	return p;
+}
+
+/* Children that take an object and keep it until they are killed. */
+static void held(struct shm *p)
+{
 	atomic_store(&p->ready, 1);
 	for (;;)
 		pause();
 }
 
+static void hold_mutex(struct shm *p)
+{
+	ursa_mutex_lock(&p->m);
+	held(p);
+}
+
+static void hold_read(struct shm *p)
+{
+	ursa_rwlock_rdlock(&p->l);
+	held(p);
+}
+
+/* ---- mutex ------------------------------------------------------------- */
+
 Test(fault_sigkill, mutex_holder_killed_stays_locked)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(hold_mutex, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(hold_mutex);
 
 	cr_assert_eq(ursa_mutex_trylock(&p->m), -EBUSY, "a dead holder's mutex stays locked");
 	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 30);
@@ -238,22 +258,26 @@ static void *live_waiter(void *arg)
 	return NULL;
 }
 
+/* A live thread that waits on slot l->slot; returns once it is queued. */
+static pthread_t live_queued(struct live *l)
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, live_waiter, l), 0);
+	while (!atomic_load(&l->queued))
+		sched_yield();
+	return t;
+}
+
 static void waitq_dead_slot_is_woken_then_reaped(void (*child)(struct shm *), bool ring)
 {
 	if (ring)
 		t_require_uring_futex(false);
-	struct shm *p = shm_new();
-	pid_t pid = spawn(child, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(child);
 	cr_assert_eq(atomic_load(&p->done), 0);
 
 	/* A live waiter queues behind the dead slot. */
 	struct live l = {p, 1, 0, -1};
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, live_waiter, &l), 0);
-	while (!atomic_load(&l.queued))
-		sched_yield();
+	pthread_t t = live_queued(&l);
 	/* wake(1) takes the oldest: the dead slot. It is counted. */
 	cr_assert_eq(ursa_waitq_wake(Q(p), 1, NULL), 1);
 	/* The live waiter is still queued: the next wake reaches it. */
@@ -281,17 +305,11 @@ Test(fault_sigkill, waitq_ring_waiter_killed)
 
 Test(fault_sigkill, waitq_supervisor_cancels_dead_slot)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(wait_slot0, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(wait_slot0);
 	/* The supervisor withdraws the dead slot: still queued, so 0. */
 	cr_assert_eq(ursa_waitq_cancel(Q(p), 0), 0);
 	struct live l = {p, 2, 0, -1};
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, live_waiter, &l), 0);
-	while (!atomic_load(&l.queued))
-		sched_yield();
+	pthread_t t = live_queued(&l);
 	/* No wake is wasted: wake(1) reaches the live waiter. */
 	cr_assert_eq(ursa_waitq_wake(Q(p), 1, NULL), 1);
 	cr_assert_eq(pthread_join(t, NULL), 0);
@@ -303,12 +321,9 @@ Test(fault_sigkill, waitq_supervisor_cancels_dead_slot)
 
 Test(fault_sigkill, waitq_wake_upto_passes_dead_slot)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(wait_slot0, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(wait_slot0);
 	struct live l1 = {p, 1, 0, -1}, l2 = {p, 3, 0, -1};
-	pthread_t t1, t2;
+	pthread_t t1, t2; /* both queue, in either order */
 	cr_assert_eq(pthread_create(&t1, NULL, live_waiter, &l1), 0);
 	cr_assert_eq(pthread_create(&t2, NULL, live_waiter, &l2), 0);
 	while (!atomic_load(&l1.queued) || !atomic_load(&l2.queued))
@@ -338,10 +353,7 @@ static bool take_one(int i, void *arg)
 
 Test(fault_sigkill, sem_sleeping_waiter_killed)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(wait_sem, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(wait_sem);
 	/* Its registration is leaked: destroy says busy for good... */
 	cr_assert_eq(ursa_sem_destroy(&p->s), -EBUSY);
 	/* ...but posts and waits between live processes still work. */
@@ -377,10 +389,7 @@ static void *thread_cond(void *arg)
 
 Test(fault_sigkill, cond_sleeping_waiter_killed)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(wait_cond, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(wait_cond);
 	/* The dead waiter released m when it began waiting. */
 	cr_assert_eq(ursa_mutex_trylock(&p->m), 0);
 	cr_assert_eq(ursa_mutex_unlock(&p->m), 0);
@@ -398,20 +407,9 @@ Test(fault_sigkill, cond_sleeping_waiter_killed)
 	t_shared_free(p, sizeof(*p));
 }
 
-static void hold_read(struct shm *p)
-{
-	ursa_rwlock_rdlock(&p->l);
-	atomic_store(&p->ready, 1);
-	for (;;)
-		pause();
-}
-
 Test(fault_sigkill, rwlock_reader_killed_holding)
 {
-	struct shm *p = shm_new();
-	pid_t pid = spawn(hold_read, p);
-	wait_asleep(p, pid);
-	kill_reap(pid);
+	struct shm *p = killed_in(hold_read);
 	cr_assert_eq(ursa_rwlock_trywrlock(&p->l), -EBUSY);
 	/* Readers still get in while no writer waits. */
 	cr_assert_eq(ursa_rwlock_tryrdlock(&p->l), 0);

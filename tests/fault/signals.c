@@ -95,11 +95,6 @@ struct ctx {
 	atomic_long flushed;
 };
 
-struct warg {
-	struct ctx *c;
-	int id;
-};
-
 /* The critical section yields now and then, so that the others find the
  * object taken and really go to sleep (where the signals hit them). */
 static void cs(struct ctx *c)
@@ -112,152 +107,121 @@ static void cs(struct ctx *c)
 
 static atomic_bool go;
 
-/* Workers start once the storm is blowing. */
-static void wait_go(void)
+/* A blocking call under the storm returned r: it must be 0. */
+static void ok(int r, const char *what)
 {
-	while (!atomic_load(&go))
-		sched_yield();
+	cr_assert_eq(r, 0, "%s under signals: %d", what, r);
 }
 
-static void *w_mutex(void *arg)
+static void w_mutex(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
+	(void)id;
 	for (int i = 0; i < c->iters; i++) {
-		int r;
-		if (i & 1) {
-			struct timespec ts = far();
-			r = ursa_mutex_timedlock(&c->m, CLOCK_MONOTONIC, &ts);
-		} else {
-			r = ursa_mutex_lock(&c->m);
-		}
-		cr_assert_eq(r, 0, "mutex lock under signals: %d", r);
+		struct timespec ts = far();
+		ok((i & 1) ? ursa_mutex_timedlock(&c->m, CLOCK_MONOTONIC, &ts) : ursa_mutex_lock(&c->m),
+		   "mutex lock");
 		cs(c);
 		cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
 	}
-	return NULL;
 }
 
-static void *w_rwlock(void *arg)
+/* Two writers, two readers. */
+static void w_rwlock(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
 	struct timespec ts = far();
 	for (int i = 0; i < c->iters; i++) {
-		if (a->id < 2) {
-			int r = (i & 1) ? ursa_rwlock_timedwrlock(&c->l, CLOCK_MONOTONIC, &ts)
-					: ursa_rwlock_wrlock(&c->l);
-			cr_assert_eq(r, 0, "wrlock under signals: %d", r);
+		if (id < 2) {
+			ok((i & 1) ? ursa_rwlock_timedwrlock(&c->l, CLOCK_MONOTONIC, &ts)
+				   : ursa_rwlock_wrlock(&c->l),
+			   "wrlock");
 			cs(c);
 			cr_assert_eq(ursa_rwlock_wrunlock(&c->l), 0);
-		} else {
-			int r = (i & 1) ? ursa_rwlock_timedrdlock(&c->l, CLOCK_MONOTONIC, &ts)
-					: ursa_rwlock_rdlock(&c->l);
-			cr_assert_eq(r, 0, "rdlock under signals: %d", r);
-			cr_assert_eq(atomic_load(&c->inside), 0, "reader with a writer inside");
-			cr_assert_eq(ursa_rwlock_rdunlock(&c->l), 0);
+			continue;
 		}
+		ok((i & 1) ? ursa_rwlock_timedrdlock(&c->l, CLOCK_MONOTONIC, &ts)
+			   : ursa_rwlock_rdlock(&c->l),
+		   "rdlock");
+		cr_assert_eq(atomic_load(&c->inside), 0, "reader with a writer inside");
+		cr_assert_eq(ursa_rwlock_rdunlock(&c->l), 0);
 	}
-	return NULL;
 }
 
-/* Two producers, two consumers, a one-slot "buffer" (items). */
-static void *w_cond(void *arg)
+/* Two producers, two consumers, a one-slot "buffer" (items); m is held.
+ * A producer's waits alternate by its own count, a consumer's by the
+ * items consumed so far. */
+static void cond_wait_until(struct ctx *c, int id, int i, const struct timespec *ts)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
-	struct timespec ts = far();
 	int total = 2 * c->iters;
+	while (id < 2 ? c->items > 0 : (c->items == 0 && c->consumed < total)) {
+		bool timed = (id < 2 ? i : c->consumed) & 1;
+		ok(timed ? ursa_cond_timedwait(&c->c, &c->m, CLOCK_MONOTONIC, ts)
+			 : ursa_cond_wait(&c->c, &c->m),
+		   "cond wait");
+	}
+}
+
+static void w_cond(struct ctx *c, int id)
+{
+	struct timespec ts = far();
 	cr_assert_eq(ursa_mutex_lock(&c->m), 0);
-	if (a->id < 2) {
-		for (int i = 0; i < c->iters; i++) {
-			while (c->items > 0) {
-				int r = (i & 1) ? ursa_cond_timedwait(&c->c, &c->m, CLOCK_MONOTONIC, &ts)
-						: ursa_cond_wait(&c->c, &c->m);
-				cr_assert_eq(r, 0, "cond wait under signals: %d", r);
-			}
+	for (int i = 0; id >= 2 || i < c->iters; i++) {
+		cond_wait_until(c, id, i, &ts);
+		if (id < 2) {
 			c->items++;
 			c->produced++;
-			cr_assert_eq(ursa_cond_broadcast(&c->c), 0);
-		}
-	} else {
-		for (;;) {
-			while (c->items == 0 && c->consumed < total) {
-				int r = (c->consumed & 1)
-						? ursa_cond_timedwait(&c->c, &c->m, CLOCK_MONOTONIC, &ts)
-						: ursa_cond_wait(&c->c, &c->m);
-				cr_assert_eq(r, 0, "cond wait under signals: %d", r);
-			}
-			if (c->consumed == total)
-				break;
+		} else if (c->consumed == 2 * c->iters) {
+			break;
+		} else {
 			c->items--;
 			c->consumed++;
-			cr_assert_eq(ursa_cond_broadcast(&c->c), 0);
 		}
+		cr_assert_eq(ursa_cond_broadcast(&c->c), 0);
 	}
 	cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
-	return NULL;
 }
 
 /* Two posters, two waiters; the waiters take exactly what was posted. */
-static void *w_sem(void *arg)
+static void w_sem(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
 	struct timespec ts = far();
 	for (int i = 0; i < c->iters; i++) {
-		if (a->id < 2) {
+		if (id < 2) {
 			cr_assert_eq(ursa_sem_post(&c->s), 0);
 			if (i % 16 == 0)
 				sched_yield();
-		} else {
-			int r = (i & 1) ? ursa_sem_timedwait(&c->s, CLOCK_MONOTONIC, &ts)
-					: ursa_sem_wait(&c->s);
-			cr_assert_eq(r, 0, "sem wait under signals: %d", r);
-			atomic_fetch_add(&c->done_waiters, 1);
+			continue;
 		}
+		ok((i & 1) ? ursa_sem_timedwait(&c->s, CLOCK_MONOTONIC, &ts) : ursa_sem_wait(&c->s),
+		   "sem wait");
+		atomic_fetch_add(&c->done_waiters, 1);
 	}
-	return NULL;
 }
 
 /* Auto-reset event as a token: wait, work alone, set. */
-static void *w_event(void *arg)
+static void w_event(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
+	(void)id;
 	struct timespec ts = far();
 	for (int i = 0; i < c->iters; i++) {
-		int r = (i & 1) ? ursa_event_timedwait(&c->e, CLOCK_MONOTONIC, &ts)
-				: ursa_event_wait(&c->e);
-		cr_assert_eq(r, 0, "event wait under signals: %d", r);
+		ok((i & 1) ? ursa_event_timedwait(&c->e, CLOCK_MONOTONIC, &ts) : ursa_event_wait(&c->e),
+		   "event wait");
 		cs(c);
 		cr_assert_eq(ursa_event_set(&c->e), 0);
 	}
-	return NULL;
 }
 
 /* Waiters 1..3 wait for `flushed` to pass their targets; waiter 0 wakes. */
-static void *w_waitq(void *arg)
+static void w_waitq(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
-	if (a->id == 0) {
-		while (atomic_load(&c->done_waiters) < NW - 1) {
-			atomic_fetch_add(&c->flushed, 1);
-			cr_assert_geq(ursa_waitq_wake_upto(c->q, (uint64_t)atomic_load(&c->flushed),
-							   NULL),
-				      0);
-			sched_yield();
-		}
-		return NULL;
+	while (id == 0 && atomic_load(&c->done_waiters) < NW - 1) {
+		atomic_fetch_add(&c->flushed, 1);
+		cr_assert_geq(ursa_waitq_wake_upto(c->q, (uint64_t)atomic_load(&c->flushed), NULL),
+			      0);
+		sched_yield();
 	}
-	uint32_t slot = (uint32_t)a->id;
+	if (id == 0)
+		return;
+	uint32_t slot = (uint32_t)id;
 	for (long t = 1; t <= c->iters; t++) {
 		while (atomic_load(&c->flushed) < t) {
 			cr_assert_eq(ursa_waitq_prepare(c->q, slot, (uint64_t)t), 0);
@@ -267,33 +231,30 @@ static void *w_waitq(void *arg)
 				break;
 			}
 			struct timespec ts = far();
-			int r = ursa_waitq_wait(c->q, slot, CLOCK_MONOTONIC, (t & 1) ? &ts : NULL);
-			cr_assert_eq(r, 0, "waitq wait under signals: %d", r);
+			ok(ursa_waitq_wait(c->q, slot, CLOCK_MONOTONIC, (t & 1) ? &ts : NULL),
+			   "waitq wait");
 		}
 	}
 	atomic_fetch_add(&c->done_waiters, 1);
-	return NULL;
 }
 
 /* wait_any over {sem, mutex}: units are posted by waiter 0, which also
  * holds the mutex in bursts. */
-static void *w_wait_any(void *arg)
+static void w_wait_any(struct ctx *c, int id)
 {
-	struct warg *a = arg;
-	struct ctx *c = a->c;
-	wait_go();
-	if (a->id == 0) {
-		for (int i = 0; i < c->iters * (NW - 1); i++) {
-			if (i % 4 == 0)
-				cr_assert_eq(ursa_mutex_lock(&c->m), 0);
-			cr_assert_eq(ursa_sem_post(&c->s), 0);
-			sched_yield(); /* let the waiters drain it and sleep */
-			if (i % 4 == 3)
-				cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
-		}
-		if ((c->iters * (NW - 1)) % 4 != 0)
+	int posts = id == 0 ? c->iters * (NW - 1) : 0;
+	for (int i = 0; i < posts; i++) {
+		if (i % 4 == 0)
+			cr_assert_eq(ursa_mutex_lock(&c->m), 0);
+		cr_assert_eq(ursa_sem_post(&c->s), 0);
+		sched_yield(); /* let the waiters drain it and sleep */
+		if (i % 4 == 3)
 			cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
-		return NULL;
+	}
+	if (id == 0) {
+		if (posts % 4 != 0)
+			cr_assert_eq(ursa_mutex_unlock(&c->m), 0);
+		return;
 	}
 	ursa_waitable_t v[2] = {{URSA_WAIT_SEM, &c->s}, {URSA_WAIT_MUTEX, &c->m}};
 	int got = 0;
@@ -306,11 +267,10 @@ static void *w_wait_any(void *arg)
 		else
 			got++;
 	}
-	return NULL;
 }
 
-static void *(*const workers[P_COUNT])(void *) = {w_mutex, w_rwlock, w_cond,	 w_sem,
-						   w_event, w_waitq,	w_wait_any};
+static void (*const workers[P_COUNT])(struct ctx *, int) = {
+	w_mutex, w_rwlock, w_cond, w_sem, w_event, w_waitq, w_wait_any};
 
 static void init_ctx(struct ctx *c, unsigned flags)
 {
@@ -362,15 +322,19 @@ static void check_round(struct ctx *c, enum prim prim)
 }
 
 struct entry {
-	struct warg w;
+	struct ctx *c;
+	int id;
 	enum prim prim;
 	atomic_int *done;
 };
 
+/* Workers start once the storm is blowing. */
 static void *worker_entry(void *arg)
 {
 	struct entry *e = arg;
-	workers[e->prim](&e->w);
+	while (!atomic_load(&go))
+		sched_yield();
+	workers[e->prim](e->c, e->id);
 	atomic_fetch_add(e->done, 1);
 	return NULL;
 }
@@ -413,7 +377,7 @@ static void run_storm(struct storm_param *p)
 		struct entry args[NW];
 		pthread_mutex_lock(&st.lock);
 		for (int i = 0; i < NW; i++) {
-			args[i] = (struct entry){{&c, i}, p->prim, &done};
+			args[i] = (struct entry){&c, i, p->prim, &done};
 			cr_assert_eq(pthread_create(&st.tids[i], NULL, worker_entry, &args[i]), 0);
 		}
 		st.n = NW;

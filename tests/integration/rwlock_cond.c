@@ -56,6 +56,24 @@ static void fail(struct shm *s)
 	__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
 }
 
+/* The sum of the accounts (0 under the lock), and the applies counted
+ * so far. */
+static long acct_sum(const struct shm *s)
+{
+	long sum = 0;
+	for (int i = 0; i < NACCOUNTS; i++)
+		sum += s->acct[i];
+	return sum;
+}
+
+static long applied_sum(const struct shm *s)
+{
+	long applied = 0;
+	for (int i = 1; i <= NITEMS; i++)
+		applied += s->applied[i];
+	return applied;
+}
+
 static int take_item(struct shm *s)
 {
 	if (ursa_mutex_lock(&s->m) != 0)
@@ -145,10 +163,7 @@ static void *auditor(void *arg)
 		__atomic_fetch_add(&s->readers_inside, 1, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&s->writers_inside, __ATOMIC_RELAXED) != 0)
 			__atomic_fetch_add(&s->violations, 1, __ATOMIC_RELAXED);
-		long sum = 0;
-		for (int i = 0; i < NACCOUNTS; i++)
-			sum += s->acct[i];
-		if (sum != 0)
+		if (acct_sum(s) != 0)
 			__atomic_fetch_add(&s->violations, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&s->readers_inside, 1, __ATOMIC_RELAXED);
 		if (ursa_rwlock_rdunlock(&s->l) != 0)
@@ -179,25 +194,29 @@ static bool child(int idx, void *arg)
 
 static bool put_item(struct shm *s, int item)
 {
-	if (ursa_mutex_lock(&s->m) != 0)
+	int r = ursa_mutex_lock(&s->m);
+	while (r == 0 && s->count == QLEN)
+		r = ursa_cond_wait(&s->not_full, &s->m);
+	if (r != 0)
 		return false;
-	while (s->count == QLEN)
-		if (ursa_cond_wait(&s->not_full, &s->m) != 0)
-			return false;
-	s->q[(s->head + s->count) % QLEN] = item;
-	s->count++;
-	int r = ursa_cond_signal(&s->not_empty);
+	s->q[(s->head + s->count++) % QLEN] = item;
+	r = ursa_cond_signal(&s->not_empty);
 	return ursa_mutex_unlock(&s->m) == 0 && r == 0;
 }
 
-Test(rwlock_cond, threads_in_processes)
+static struct shm *shm_new(void)
 {
 	struct shm *s = t_shared_alloc(sizeof(*s));
 	cr_assert_eq(ursa_mutex_init(&s->m, URSA_SHARED), 0);
 	cr_assert_eq(ursa_cond_init(&s->not_empty, URSA_SHARED), 0);
 	cr_assert_eq(ursa_cond_init(&s->not_full, URSA_SHARED), 0);
 	cr_assert_eq(ursa_rwlock_init(&s->l, URSA_SHARED), 0);
+	return s;
+}
 
+Test(rwlock_cond, threads_in_processes)
+{
+	struct shm *s = shm_new();
 	pid_t pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
@@ -211,10 +230,7 @@ Test(rwlock_cond, threads_in_processes)
 		cr_assert(put_item(s, item), "put %d", item);
 		if ((item & 255) == 0) {
 			cr_assert_eq(ursa_rwlock_rdlock(&s->l), 0);
-			long sum = 0;
-			for (int i = 0; i < NACCOUNTS; i++)
-				sum += s->acct[i];
-			cr_assert_eq(sum, 0);
+			cr_assert_eq(acct_sum(s), 0);
 			cr_assert_eq(ursa_rwlock_rdunlock(&s->l), 0);
 		}
 	}
@@ -232,17 +248,13 @@ Test(rwlock_cond, threads_in_processes)
 		sched_yield();
 	}
 	cr_assert_eq(ursa_rwlock_wrlock(&s->l), 0);
-	long applied = 0;
-	for (int i = 1; i <= NITEMS; i++)
-		applied += s->applied[i];
+	long applied = applied_sum(s);
 	cr_assert_eq(ursa_rwlock_wrunlock(&s->l), 0);
 	/* Wait for the last applies to finish before stopping the audit. */
 	while (applied < NITEMS) {
 		sched_yield();
 		cr_assert_eq(ursa_rwlock_rdlock(&s->l), 0);
-		applied = 0;
-		for (int i = 1; i <= NITEMS; i++)
-			applied += s->applied[i];
+		applied = applied_sum(s);
 		cr_assert_eq(ursa_rwlock_rdunlock(&s->l), 0);
 	}
 	__atomic_store_n(&s->stop_audit, 1, __ATOMIC_RELAXED);
@@ -255,10 +267,7 @@ Test(rwlock_cond, threads_in_processes)
 	cr_assert_gt(s->audits, 0);
 	for (int i = 1; i <= NITEMS; i++)
 		cr_assert_eq(s->applied[i], 1, "item %d applied %ld times", i, s->applied[i]);
-	long sum = 0;
-	for (int i = 0; i < NACCOUNTS; i++)
-		sum += s->acct[i];
-	cr_assert_eq(sum, 0);
+	cr_assert_eq(acct_sum(s), 0);
 	cr_assert_eq(ursa_rwlock_destroy(&s->l), 0);
 	cr_assert_eq(ursa_cond_destroy(&s->not_empty), 0);
 	cr_assert_eq(ursa_cond_destroy(&s->not_full), 0);

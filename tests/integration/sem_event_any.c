@@ -122,8 +122,7 @@ static bool bb_consume_one(struct bb *b)
 
 static void *bb_consumer(void *arg)
 {
-	struct bb_arg *a = arg;
-	struct bb *b = a->b;
+	struct bb *b = ((struct bb_arg *)arg)->b; /* consumers need no id */
 	ursa_waitable_t v[2] = {W_SEM(&b->items), W_EVENT(&b->stop)};
 	for (long k = 0;; k++) {
 		int r;

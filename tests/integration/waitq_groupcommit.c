@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,13 +36,9 @@ TestSuite(waitq_groupcommit, .timeout = 60);
  * would sleep forever on a queue nobody wakes). */
 static pid_t fork_waiter(void)
 {
-	pid_t parent = getpid();
 	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(9);
-	}
+	if (pid == 0)
+		t_die_with_parent();
 	return pid;
 }
 
