@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,4 +185,123 @@ void t_wait_sleeping(pid_t tid)
 void t_die_with_parent(void)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+void t_ring(struct io_uring *r, unsigned entries, unsigned flags)
+{
+	int rc = t_ring_init(entries, r, flags);
+	cr_assert_eq(rc, 0, "io_uring_queue_init: %d", rc);
+}
+
+struct ursa_op *t_reap(struct io_uring *r, int *app, long timeout_ms)
+{
+	uint64_t end = t_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		io_uring_submit(r);
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {0, 10 * 1000000};
+		int rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
+		if (rc == -ETIME || rc == -EINTR) {
+			if (t_now_ns() > end)
+				return NULL;
+			continue;
+		}
+		cr_assert_eq(rc, 0, "wait_cqe: %d", rc);
+		struct ursa_op *done = NULL;
+		int mine = ursa_handle_cqe(r, cqe, &done);
+		cr_assert(mine == 0 || mine == 1, "ursa_handle_cqe: %d", mine);
+		if (!mine && app)
+			(*app)++;
+		io_uring_cqe_seen(r, cqe);
+		if (done)
+			return done;
+	}
+}
+
+int t_drain(struct io_uring *r, long ms)
+{
+	int app = 0;
+	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000ull;
+	while (t_now_ns() < end) {
+		io_uring_submit(r);
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {0, 5 * 1000000};
+		if (io_uring_wait_cqe_timeout(r, &cqe, &ts) != 0)
+			continue;
+		struct ursa_op *done = NULL;
+		int mine = ursa_handle_cqe(r, cqe, &done);
+		cr_assert_null(done, "an op finished twice");
+		if (!mine)
+			app++;
+		io_uring_cqe_seen(r, cqe);
+	}
+	return app;
+}
+
+static void *waiter_main(void *arg)
+{
+	struct t_waiter *w = arg;
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	atomic_store(&w->ret, w->wait(w->arg));
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+void t_waiters_start(struct t_waiter *w, int n, int (*wait)(void *arg), void *args,
+		     size_t stride)
+{
+	for (int i = 0; i < n; i++) {
+		w[i].wait = wait;
+		w[i].arg = (char *)args + (size_t)i * stride;
+		w[i].tid = 0;
+		atomic_store(&w[i].ret, 0);
+		atomic_store(&w[i].done, 0);
+		cr_assert_eq(pthread_create(&w[i].thread, NULL, waiter_main, &w[i]), 0);
+	}
+	for (int i = 0; i < n; i++) {
+		while (!__atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE))
+			sched_yield();
+		t_wait_sleeping(w[i].tid);
+	}
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(atomic_load(&w[i].done), 0, "waiter %d returned before the wake", i);
+}
+
+void t_waiter_start(struct t_waiter *w, int (*wait)(void *arg), void *arg)
+{
+	t_waiters_start(w, 1, wait, arg, 0);
+}
+
+bool t_waiter_done(struct t_waiter *w)
+{
+	return atomic_load(&w->done) != 0;
+}
+
+int t_waiter_join(struct t_waiter *w)
+{
+	cr_assert_eq(pthread_join(w->thread, NULL), 0);
+	return atomic_load(&w->ret);
+}
+
+void t_excl_check(struct t_excl *x, long entries)
+{
+	cr_assert_eq(__atomic_load_n(&x->violations, __ATOMIC_RELAXED), 0,
+		     "mutual exclusion violated %d times", x->violations);
+	cr_assert_eq(x->counter, entries, "exclusive entries: %ld, want %ld", x->counter, entries);
+	for (int k = 0; k < 4; k++)
+		cr_assert_eq(x->data[k], entries);
+}
+
+int t_waiters_done(struct t_waiter *w, int n)
+{
+	int done = 0;
+	for (int i = 0; i < n; i++)
+		done += t_waiter_done(&w[i]);
+	return done;
+}
+
+void t_waiters_join_ok(struct t_waiter *w, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(t_waiter_join(&w[i]), 0, "waiter %d", i);
 }

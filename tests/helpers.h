@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,90 @@ const char *t_ring_setup_name(void);
 unsigned t_ring_setup_flags(void);
 int t_ring_init(unsigned entries, struct io_uring *r, unsigned flags);
 int t_ring_init_params(unsigned entries, struct io_uring *r, struct io_uring_params *p);
+/* A ring that must come up: t_ring_init asserting success. */
+void t_ring(struct io_uring *r, unsigned entries, unsigned flags);
+/* Submit, then reap CQEs (waiting 10 ms at a time) until one of ursa's ops
+ * finishes, and return it; CQEs that are not ursa's are counted in *app
+ * (may be NULL). NULL when none finished within timeout_ms. */
+struct ursa_op *t_reap(struct io_uring *r, int *app, long timeout_ms);
+/* Submit and reap for ms, asserting that no op finishes (a second time):
+ * returns the number of application CQEs seen; ursa's auxiliary CQEs are
+ * handled and not counted. */
+int t_drain(struct io_uring *r, long ms);
+
+/* The exclusion checker, for threads or (in t_shared_alloc memory)
+ * processes: a holder of the lock under test calls t_excl_enter after
+ * taking it exclusively and t_excl_leave before releasing it; a shared
+ * (read) holder t_excl_enter_shared / t_excl_leave_shared. Any overlap the
+ * lock should have prevented (two exclusive holders, or shared and
+ * exclusive ones together), and any torn data a shared holder reads,
+ * counts in violations. The bookkeeping is relaxed atomics, adding no
+ * ordering of its own; counter and data are plain, written only by
+ * exclusive holders: only the lock orders them, so a lock that fails to
+ * loses counts and shows as a data race under ThreadSanitizer. */
+struct t_excl {
+	int exclusive; /* exclusive holders inside now */
+	int shared;    /* shared holders inside now */
+	int violations;
+	long counter; /* exclusive entries */
+	long data[4]; /* each exclusive entry adds one to all; all equal */
+};
+static inline void t_excl_violation(struct t_excl *x)
+{
+	__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
+}
+static inline void t_excl_enter(struct t_excl *x)
+{
+	if (__atomic_fetch_add(&x->exclusive, 1, __ATOMIC_RELAXED) != 0 ||
+	    __atomic_load_n(&x->shared, __ATOMIC_RELAXED) != 0)
+		t_excl_violation(x);
+	x->counter++;
+	for (int k = 0; k < 4; k++)
+		x->data[k]++;
+}
+static inline void t_excl_leave(struct t_excl *x)
+{
+	__atomic_fetch_sub(&x->exclusive, 1, __ATOMIC_RELAXED);
+}
+static inline void t_excl_enter_shared(struct t_excl *x)
+{
+	__atomic_fetch_add(&x->shared, 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&x->exclusive, __ATOMIC_RELAXED) != 0)
+		t_excl_violation(x);
+	for (int k = 1; k < 4; k++) /* torn by an exclusive holder? */
+		if (x->data[k] != x->data[0])
+			t_excl_violation(x);
+}
+static inline void t_excl_leave_shared(struct t_excl *x)
+{
+	__atomic_fetch_sub(&x->shared, 1, __ATOMIC_RELAXED);
+}
+/* No violation, and exactly entries exclusive entries. */
+void t_excl_check(struct t_excl *x, long entries);
+
+/* A waiter thread: it publishes its thread id, then runs wait(arg), a
+ * blocking call that returns 0 or -errno. t_waiter_start returns once the
+ * thread sleeps (t_wait_sleeping) and asserts it has not returned;
+ * t_waiter_join joins it and returns what wait returned. */
+struct t_waiter {
+	pthread_t thread;
+	int (*wait)(void *arg);
+	void *arg;
+	pid_t tid;
+	atomic_int ret;
+	atomic_int done;
+};
+void t_waiter_start(struct t_waiter *w, int (*wait)(void *arg), void *arg);
+/* n waiters, waiter i on (char *)args + i*stride; returns once all sleep. */
+void t_waiters_start(struct t_waiter *w, int n, int (*wait)(void *arg), void *args,
+		     size_t stride);
+bool t_waiter_done(struct t_waiter *w);
+/* How many of the n waiters have returned. */
+int t_waiters_done(struct t_waiter *w, int n);
+/* Join the n waiters, asserting that each wait returned 0. */
+void t_waiters_join_ok(struct t_waiter *w, int n);
+int t_waiter_join(struct t_waiter *w);
+
 #ifndef URSA_TESTS_HELPERS_C
 #define io_uring_queue_init(entries, r, flags) t_ring_init(entries, r, flags)
 #define io_uring_queue_init_params(entries, r, p) t_ring_init_params(entries, r, p)

@@ -11,67 +11,32 @@
 
 TestSuite(async, .timeout = 60);
 
-static void ring_init(struct io_uring *r, unsigned entries, unsigned flags)
+/* A ring of entries and a new mutex, which this thread holds when held. */
+static void ring_and_mutex(struct io_uring *r, unsigned entries, ursa_mutex_t *m, bool held)
 {
-	struct io_uring_params p;
-	memset(&p, 0, sizeof(p));
-	p.flags = flags;
-	int rc = io_uring_queue_init_params(entries, r, &p);
-	cr_assert_eq(rc, 0, "io_uring_queue_init: %d", rc);
+	t_require_uring_futex(false);
+	t_ring(r, entries, 0);
+	cr_assert_eq(ursa_mutex_init(m, 0), 0);
+	if (held)
+		cr_assert_eq(ursa_mutex_lock(m), 0);
 }
 
-/* Submit, then reap CQEs until one of ursa's ops finishes; application CQEs
- * are counted in *app (may be NULL). Gives up after timeout_ms. */
-static struct ursa_op *reap_one(struct io_uring *r, int *app, long timeout_ms)
+/* The op on m, started with a deadline ms from now on clk (*dl). */
+static int start_with_deadline(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op,
+			       clockid_t clk, long ms, struct timespec *dl)
 {
-	uint64_t end = t_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		io_uring_submit(r);
-		struct io_uring_cqe *cqe;
-		struct __kernel_timespec ts = {0, 10 * 1000000};
-		int rc = io_uring_wait_cqe_timeout(r, &cqe, &ts);
-		if (rc == -ETIME || rc == -EINTR) {
-			if (t_now_ns() > end)
-				return NULL;
-			continue;
-		}
-		cr_assert_eq(rc, 0, "wait_cqe: %d", rc);
-		struct ursa_op *done = NULL;
-		int mine = ursa_handle_cqe(r, cqe, &done);
-		cr_assert(mine == 0 || mine == 1);
-		if (!mine && app)
-			(*app)++;
-		io_uring_cqe_seen(r, cqe);
-		if (done)
-			return done;
-	}
+	memset(op, 0, sizeof(*op));
+	*dl = t_deadline(clk, ms);
+	cr_assert_eq(ursa_op_set_deadline(op, clk, dl), 0);
+	return ursa_mutex_lock_async(r, m, op);
 }
 
-/* No CQE of any kind arrives within ms (drains ursa's auxiliary ones). */
-static int count_app_cqes(struct io_uring *r, long ms)
-{
-	int app = 0;
-	uint64_t end = t_now_ns() + (uint64_t)ms * 1000000ull;
-	while (t_now_ns() < end) {
-		io_uring_submit(r);
-		struct io_uring_cqe *cqe;
-		struct __kernel_timespec ts = {0, 5 * 1000000};
-		if (io_uring_wait_cqe_timeout(r, &cqe, &ts) != 0)
-			continue;
-		struct ursa_op *done = NULL;
-		int mine = ursa_handle_cqe(r, cqe, &done);
-		cr_assert_null(done, "an op finished twice");
-		if (!mine)
-			app++;
-		io_uring_cqe_seen(r, cqe);
-	}
-	return app;
-}
+static const clockid_t both_clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
 
 Test(async, bad_input)
 {
 	struct io_uring r;
-	ring_init(&r, 8, 0);
+	t_ring(&r, 8, 0);
 	ursa_mutex_t m = URSA_MUTEX_INIT;
 	struct ursa_op op = URSA_OP_INIT;
 	struct timespec ts = {0, 0};
@@ -94,10 +59,9 @@ Test(async, bad_input)
 
 Test(async, free_mutex_completes_at_once)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, false);
 	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
 	cr_assert_eq(op.res, 0);
@@ -109,18 +73,16 @@ Test(async, free_mutex_completes_at_once)
 
 Test(async, in_flight_op_started_again_is_einval)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, true);
 	struct ursa_op op = URSA_OP_INIT;
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), -EINVAL);
 	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 1000);
 	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts), -EINVAL);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	struct ursa_op *done = reap_one(&r, NULL, 5000);
+	struct ursa_op *done = t_reap(&r, NULL, 5000);
 	cr_assert_eq(done, &op);
 	cr_assert_eq(op.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
@@ -130,7 +92,7 @@ Test(async, in_flight_op_started_again_is_einval)
 Test(async, application_cqes_are_not_ursas)
 {
 	struct io_uring r;
-	ring_init(&r, 8, 0);
+	t_ring(&r, 8, 0);
 	uint64_t vals[] = {0, 1, 0x00ffffffffffffffull, (uint64_t)(uintptr_t)&r, 12345};
 	for (unsigned i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
@@ -160,7 +122,7 @@ static void lock_wait_unlock(unsigned ring_flags, unsigned mflags)
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, ring_flags);
+	t_ring(&r, 8, ring_flags);
 	ursa_mutex_t m;
 	cr_assert_eq(ursa_mutex_init(&m, mflags), 0);
 	struct ursa_op op = URSA_OP_INIT;
@@ -173,7 +135,7 @@ static void lock_wait_unlock(unsigned ring_flags, unsigned mflags)
 	ursa_mutex_t *pm = &m;
 	pthread_t t;
 	t_spawn(&t, 1, unlock_after, &pm, sizeof(pm));
-	struct ursa_op *done = reap_one(&r, NULL, 5000);
+	struct ursa_op *done = t_reap(&r, NULL, 5000);
 	t_join_all(&t, 1);
 	cr_assert_eq(done, &op);
 	cr_assert_eq(op.res, 0);
@@ -181,7 +143,7 @@ static void lock_wait_unlock(unsigned ring_flags, unsigned mflags)
 	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "the ring waiter holds it");
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
-	cr_assert_eq(count_app_cqes(&r, 20), 0, "ursa left a CQE to the application");
+	cr_assert_eq(t_drain(&r, 20), 0, "ursa left a CQE to the application");
 	io_uring_queue_exit(&r);
 }
 
@@ -202,11 +164,9 @@ Test(async, single_issuer_defer_taskrun_ring)
 
 Test(async, sq_full_is_ebusy_and_changes_nothing)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 2, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 2, &m, true);
 	uint32_t before = m.__word;
 	while (io_uring_get_sqe(&r))
 		; /* fill the SQ ring */
@@ -215,10 +175,10 @@ Test(async, sq_full_is_ebusy_and_changes_nothing)
 	cr_assert_eq(m.__word, before, "the mutex word changed");
 	/* Submit the nops, then it fits. */
 	io_uring_submit(&r);
-	count_app_cqes(&r, 10);
+	t_drain(&r, 10);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+	cr_assert_eq(t_reap(&r, NULL, 5000), &op);
 	cr_assert_eq(op.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	io_uring_queue_exit(&r);
@@ -226,26 +186,21 @@ Test(async, sq_full_is_ebusy_and_changes_nothing)
 
 Test(async, deadline_already_past)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, true);
 	for (int i = 0; i < 2; i++) {
-		struct ursa_op op = URSA_OP_INIT;
-		struct timespec past = t_deadline(clks[i], -5);
-		cr_assert_eq(ursa_op_set_deadline(&op, clks[i], &past), 0);
-		cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+		struct ursa_op op;
+		struct timespec past;
+		cr_assert_eq(start_with_deadline(&r, &m, &op, both_clocks[i], -5, &past), 1);
 		cr_assert_eq(op.res, -ETIMEDOUT);
 		cr_assert_eq(io_uring_sq_ready(&r), 0);
 	}
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	/* ...and a free mutex is still taken at once despite a past deadline. */
-	struct ursa_op op = URSA_OP_INIT;
-	struct timespec past = t_deadline(CLOCK_MONOTONIC, -5);
-	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &past), 0);
-	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+	struct ursa_op op;
+	struct timespec past;
+	cr_assert_eq(start_with_deadline(&r, &m, &op, CLOCK_MONOTONIC, -5, &past), 1);
 	cr_assert_eq(op.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	io_uring_queue_exit(&r);
@@ -253,24 +208,19 @@ Test(async, deadline_already_past)
 
 Test(async, deadline_times_out_once_both_clocks)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	clockid_t clks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, true);
 	for (int i = 0; i < 2; i++) {
-		struct ursa_op op = URSA_OP_INIT;
-		struct timespec dl = t_deadline(clks[i], 30);
-		cr_assert_eq(ursa_op_set_deadline(&op, clks[i], &dl), 0);
-		cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
-		cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+		struct ursa_op op;
+		struct timespec dl, now;
+		cr_assert_eq(start_with_deadline(&r, &m, &op, both_clocks[i], 30, &dl), 0);
+		cr_assert_eq(t_reap(&r, NULL, 5000), &op);
 		cr_assert_eq(op.res, -ETIMEDOUT);
-		struct timespec now;
-		clock_gettime(clks[i], &now);
+		clock_gettime(both_clocks[i], &now);
 		cr_assert(now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec));
 	}
-	cr_assert_eq(count_app_cqes(&r, 20), 0, "the timeout's own CQE reached the application");
+	cr_assert_eq(t_drain(&r, 20), 0, "the timeout's own CQE reached the application");
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
 	io_uring_queue_exit(&r);
@@ -278,20 +228,18 @@ Test(async, deadline_times_out_once_both_clocks)
 
 Test(async, cancel_finishes_once)
 {
-	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 8, 0);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, true);
 	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
 	io_uring_submit(&r);
 	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
 	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "a second cancel is harmless");
-	cr_assert_eq(reap_one(&r, NULL, 5000), &op);
+	cr_assert_eq(t_reap(&r, NULL, 5000), &op);
 	cr_assert_eq(op.res, -ECANCELED);
 	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "cancel after finish is harmless");
-	cr_assert_eq(count_app_cqes(&r, 20), 0);
+	cr_assert_eq(t_drain(&r, 20), 0);
 	/* The mutex is still ours and consistent. */
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	cr_assert_eq(ursa_mutex_trylock(&m), 0);
@@ -329,7 +277,7 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired,
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
-	ring_init(&r, 64, 0);
+	t_ring(&r, 64, 0);
 	static struct racer x;
 	memset(&x, 0, sizeof(x));
 	x.iters = iters;
@@ -356,7 +304,7 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired,
 		if (rc == 0) {
 			if (mode == 0)
 				cr_assert_eq(ursa_op_cancel(&r, &op), 0);
-			struct ursa_op *done = reap_one(&r, NULL, 10000);
+			struct ursa_op *done = t_reap(&r, NULL, 10000);
 			cr_assert_eq(done, &op, "op never finished (iteration %d)", i);
 		}
 		while (atomic_load(&x.done) != i)
@@ -372,7 +320,7 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired,
 		cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
 	}
 	/* Drain: no op finishes a second time, nothing leaks to the app. */
-	cr_assert_eq(count_app_cqes(&r, 30), 0);
+	cr_assert_eq(t_drain(&r, 30), 0);
 	t_join_all(&t, 1);
 	cr_assert_eq(acquired + stopped, iters);
 	*n_acquired += acquired;
@@ -418,7 +366,7 @@ Test(async, ring_torn_down_with_ops_in_flight)
 	ursa_mutex_t *ms = calloc(16, sizeof(*ms));
 	for (int round = 0; round < 50; round++) {
 		struct io_uring r;
-		ring_init(&r, 32, 0);
+		t_ring(&r, 32, 0);
 		struct ursa_op ops[16];
 		memset(ops, 0, sizeof(ops));
 		for (int i = 0; i < 16; i++) {
@@ -464,7 +412,7 @@ Test(async, tiny_cq_ring_overflow)
 		cr_assert_eq(ursa_mutex_unlock(&ms[i]), 0);
 	int seen[N] = {0};
 	for (int i = 0; i < N; i++) {
-		struct ursa_op *done = reap_one(&r, NULL, 5000);
+		struct ursa_op *done = t_reap(&r, NULL, 5000);
 		cr_assert_not_null(done);
 		seen[done - ops]++;
 		cr_assert_eq(done->res, 0);
@@ -512,7 +460,7 @@ Test(async, ring_waiter_bounded_against_spinning_threads)
 	pthread_t t[2];
 	t_spawn(t, 2, hog_thread, ph, sizeof(ph[0]));
 	struct io_uring r;
-	ring_init(&r, 8, 0);
+	t_ring(&r, 8, 0);
 	int max_cqes = 0, in_flight = 0, i;
 	long total_cqes = 0;
 	while (atomic_load(&h.rounds) < 10000)

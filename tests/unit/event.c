@@ -130,69 +130,42 @@ Test(event, timeouts_auto_shared_flag)
 
 struct blk {
 	ursa_event_t e;
-	pid_t tid[NW];
-	atomic_int ret[NW];
-	atomic_int done;
 	int timed;
+	struct t_waiter w[NW];
+	struct blk_arg {
+		struct blk *b;
+		int i;
+	} args[NW];
 };
 
-struct blk_arg {
-	struct blk *b;
-	int i;
-};
-
-static void *blk_waiter(void *arg)
+static int blk_wait(void *arg)
 {
 	struct blk_arg *a = arg;
 	struct blk *b = a->b;
-	__atomic_store_n(&b->tid[a->i], gettid_(), __ATOMIC_RELEASE);
-	int r;
 	if (b->timed && (a->i & 1)) {
 		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 30000);
-		r = ursa_event_timedwait(&b->e, CLOCK_MONOTONIC, &dl);
-	} else {
-		r = ursa_event_wait(&b->e);
+		return ursa_event_timedwait(&b->e, CLOCK_MONOTONIC, &dl);
 	}
-	atomic_store(&b->ret[a->i], r);
-	atomic_fetch_add(&b->done, 1);
-	return NULL;
+	return ursa_event_wait(&b->e);
 }
 
 /* Start NW waiters on b->e and return once all of them sleep. */
-static void blk_start(struct blk *b, pthread_t *t, struct blk_arg *args, int timed)
+static void blk_start(struct blk *b, int timed)
 {
-	for (int i = 0; i < NW; i++) {
-		b->tid[i] = 0;
-		args[i] = (struct blk_arg){b, i};
-	}
-	atomic_store(&b->done, 0);
-	b->timed = timed;
-	t_spawn(t, NW, blk_waiter, args, sizeof(args[0]));
-	for (int i = 0; i < NW; i++) {
-		while (!__atomic_load_n(&b->tid[i], __ATOMIC_ACQUIRE))
-			sched_yield();
-		t_wait_sleeping(b->tid[i]);
-	}
-	cr_assert_eq(atomic_load(&b->done), 0, "waiters returned before the set");
-}
-
-static void blk_join(struct blk *b, pthread_t *t)
-{
-	t_join_all(t, NW);
 	for (int i = 0; i < NW; i++)
-		cr_assert_eq(atomic_load(&b->ret[i]), 0);
+		b->args[i] = (struct blk_arg){b, i};
+	b->timed = timed;
+	t_waiters_start(b->w, NW, blk_wait, b->args, sizeof(b->args[0]));
 }
 
 Test(event, manual_set_releases_all_and_stays_set)
 {
 	static struct blk b;
-	struct blk_arg args[NW];
-	pthread_t t[NW];
 	cr_assert_eq(ursa_event_init(&b.e, 0), 0);
-	blk_start(&b, t, args, 1);
+	blk_start(&b, 1);
 	cr_assert_eq(ursa_event_destroy(&b.e), -EBUSY, "waiters sleep on it");
 	cr_assert_eq(ursa_event_set(&b.e), 0);
-	blk_join(&b, t);
+	t_waiters_join_ok(b.w, NW);
 	cr_assert_eq(ursa_event_trywait(&b.e), 0, "still set");
 	cr_assert_eq(ursa_event_wait(&b.e), 0);
 	cr_assert_eq(ursa_event_destroy(&b.e), 0);
@@ -204,14 +177,12 @@ static void set_then_reset(unsigned flags)
 	 * follows at once: the waiters were asleep, so they see SET clear
 	 * again when they run — only the generation tells them. */
 	static struct blk b;
-	struct blk_arg args[NW];
-	pthread_t t[NW];
 	cr_assert_eq(ursa_event_init(&b.e, flags), 0);
 	for (int round = 0; round < 20; round++) {
-		blk_start(&b, t, args, round & 1);
+		blk_start(&b, round & 1);
 		cr_assert_eq(ursa_event_set(&b.e), 0);
 		cr_assert_eq(ursa_event_reset(&b.e), 0);
-		blk_join(&b, t);
+		t_waiters_join_ok(b.w, NW);
 		cr_assert_eq(ursa_event_trywait(&b.e), -EBUSY);
 	}
 	/* A wait that begins after the reset is not released by that set. */
@@ -245,21 +216,19 @@ Test(event, manual_destroy_after_timeout_is_not_busy)
 Test(event, auto_set_releases_one_sleeper_each)
 {
 	static struct blk b;
-	struct blk_arg args[NW];
-	pthread_t t[NW];
 	cr_assert_eq(ursa_event_init(&b.e, URSA_EVENT_AUTO_RESET), 0);
-	blk_start(&b, t, args, 1);
+	blk_start(&b, 1);
 	cr_assert_eq(ursa_event_destroy(&b.e), -EBUSY, "waiters registered");
 	for (int i = 1; i <= NW; i++) {
 		cr_assert_eq(ursa_event_set(&b.e), 0);
-		while (atomic_load(&b.done) < i)
+		while (t_waiters_done(b.w, NW) < i)
 			sched_yield();
 		/* Give a wrongly released second waiter time to show up. */
 		for (int k = 0; k < 100; k++)
 			sched_yield();
-		cr_assert_eq(atomic_load(&b.done), i, "one set released more than one waiter");
+		cr_assert_eq(t_waiters_done(b.w, NW), i, "one set released more than one waiter");
 	}
-	blk_join(&b, t);
+	t_waiters_join_ok(b.w, NW);
 	cr_assert_eq(ursa_event_trywait(&b.e), -EBUSY, "every set consumed");
 	cr_assert_eq(ursa_event_destroy(&b.e), 0);
 }

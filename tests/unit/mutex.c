@@ -122,9 +122,7 @@ Test(mutex, timed_short_timeout_both_clocks)
 
 struct excl {
 	ursa_mutex_t m;
-	int inside;	    /* must be 0 on entry */
-	long counter;	    /* plain, protected by m */
-	atomic_int violations;
+	struct t_excl check;
 	long iters;
 	int timed;
 };
@@ -145,12 +143,10 @@ static void *excl_worker(void *arg)
 		} else {
 			cr_assert_eq(ursa_mutex_lock(&x->m), 0);
 		}
-		if (__atomic_fetch_add(&x->inside, 1, __ATOMIC_RELAXED) != 0)
-			atomic_fetch_add(&x->violations, 1);
-		x->counter++;
+		t_excl_enter(&x->check);
 		if ((i & 63) == 0)
 			sched_yield(); /* hold it across a reschedule now and then */
-		__atomic_fetch_sub(&x->inside, 1, __ATOMIC_RELAXED);
+		t_excl_leave(&x->check);
 		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
 	}
 	return NULL;
@@ -169,8 +165,7 @@ static void run_excl(unsigned flags, int nthreads, long iters, int timed)
 		px[i] = &x;
 	t_spawn(t, nthreads, excl_worker, px, sizeof(px[0]));
 	t_join_all(t, nthreads);
-	cr_assert_eq(atomic_load(&x.violations), 0);
-	cr_assert_eq(x.counter, (long)nthreads * iters);
+	t_excl_check(&x.check, (long)nthreads * iters);
 	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
 }
 
@@ -193,9 +188,7 @@ Test(mutex, exclusion_threads_timed)
 
 struct pexcl {
 	ursa_mutex_t m;
-	int inside;
-	long counter;
-	int violations;
+	struct t_excl check;
 };
 
 static bool pexcl_child(int idx, void *arg)
@@ -204,10 +197,8 @@ static bool pexcl_child(int idx, void *arg)
 	for (int i = 0; i < 50000; i++) {
 		if (ursa_mutex_lock(&x->m) != 0)
 			return false;
-		if (__atomic_fetch_add(&x->inside, 1, __ATOMIC_RELAXED) != 0)
-			__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
-		x->counter++;
-		__atomic_fetch_sub(&x->inside, 1, __ATOMIC_RELAXED);
+		t_excl_enter(&x->check);
+		t_excl_leave(&x->check);
 		if (ursa_mutex_unlock(&x->m) != 0)
 			return false;
 	}
@@ -219,8 +210,7 @@ Test(mutex, exclusion_processes_shared)
 	struct pexcl *x = t_shared_alloc(sizeof(*x));
 	cr_assert_eq(ursa_mutex_init(&x->m, URSA_SHARED), 0);
 	cr_assert(t_fork_all(4, pexcl_child, x));
-	cr_assert_eq(x->violations, 0);
-	cr_assert_eq(x->counter, 4L * 50000);
+	t_excl_check(&x->check, 4L * 50000);
 	cr_assert_eq(ursa_mutex_destroy(&x->m), 0);
 	t_shared_free(x, sizeof(*x));
 }

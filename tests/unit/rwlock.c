@@ -548,19 +548,13 @@ Test(rwlock, writer_progresses_against_reader_stream)
 
 /* ---- readers/writers invariants under threads ------------------------ */
 
-/* The bookkeeping atomics are relaxed, so they add no ordering of their
- * own: only the lock orders the plain data, and ThreadSanitizer sees a
- * lock that fails to (a missing acquire or release) as a data race. */
-#define RLX memory_order_relaxed
-
+/* The checker (tests/helpers.h: t_excl) adds no ordering of its own: only
+ * the lock orders the plain data, and ThreadSanitizer sees a lock that
+ * fails to (a missing acquire or release) as a data race. */
 struct rw_excl {
 	ursa_rwlock_t l;
-	atomic_int writers_inside;
-	atomic_int readers_inside;
-	atomic_int violations;
+	struct t_excl check;
 	atomic_int errors;
-	long data[4]; /* written only under the write lock; all equal */
-	long writes;  /* protected by the write lock */
 	long iters;
 };
 
@@ -598,27 +592,17 @@ static void *rw_worker(void *arg)
 			return NULL;
 		}
 		if (write) {
-			if (atomic_fetch_add_explicit(&x->writers_inside, 1, RLX) != 0 ||
-			    atomic_load_explicit(&x->readers_inside, RLX) != 0)
-				atomic_fetch_add_explicit(&x->violations, 1, RLX);
-			x->writes++;
-			for (int k = 0; k < 4; k++)
-				x->data[k]++;
+			t_excl_enter(&x->check);
 			if ((i & 63) == 0)
 				sched_yield(); /* hold it across a reschedule */
-			atomic_fetch_sub_explicit(&x->writers_inside, 1, RLX);
+			t_excl_leave(&x->check);
 			if (ursa_rwlock_wrunlock(&x->l) != 0)
 				atomic_fetch_add(&x->errors, 1);
 		} else {
-			atomic_fetch_add_explicit(&x->readers_inside, 1, RLX);
-			if (atomic_load_explicit(&x->writers_inside, RLX) != 0)
-				atomic_fetch_add_explicit(&x->violations, 1, RLX);
-			for (int k = 1; k < 4; k++) /* torn by a writer? */
-				if (x->data[k] != x->data[0])
-					atomic_fetch_add_explicit(&x->violations, 1, RLX);
+			t_excl_enter_shared(&x->check);
 			if ((i & 63) == 1)
 				sched_yield();
-			atomic_fetch_sub_explicit(&x->readers_inside, 1, RLX);
+			t_excl_leave_shared(&x->check);
 			if (ursa_rwlock_rdunlock(&x->l) != 0)
 				atomic_fetch_add(&x->errors, 1);
 		}
@@ -636,10 +620,8 @@ static void run_rw_excl(unsigned flags, int nthreads, long iters)
 	t_spawn(t, nthreads, rw_worker, &x, 0);
 	t_join_all(t, nthreads);
 	cr_assert_eq(atomic_load(&x.errors), 0);
-	cr_assert_eq(atomic_load(&x.violations), 0);
 	long writes_each = (iters + 2) / 3;
-	cr_assert_eq(x.writes, nthreads * writes_each);
-	cr_assert_eq(x.data[3], nthreads * writes_each);
+	t_excl_check(&x.check, nthreads * writes_each);
 	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
 }
 
@@ -657,11 +639,8 @@ Test(rwlock, invariants_threads_shared_flag)
 
 struct prw {
 	ursa_rwlock_t l;
-	int writers_inside;
-	int readers_inside;
-	int violations;
-	long data[4];
-	long writes;
+	struct t_excl check;
+	long woken;
 };
 
 static bool prw_child(int idx, void *arg)
@@ -672,13 +651,8 @@ static bool prw_child(int idx, void *arg)
 		if (write) {
 			if (ursa_rwlock_wrlock(&x->l) != 0)
 				return false;
-			if (__atomic_fetch_add(&x->writers_inside, 1, __ATOMIC_RELAXED) != 0 ||
-			    __atomic_load_n(&x->readers_inside, __ATOMIC_RELAXED) != 0)
-				__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
-			x->writes++;
-			for (int k = 0; k < 4; k++)
-				x->data[k]++;
-			__atomic_fetch_sub(&x->writers_inside, 1, __ATOMIC_RELAXED);
+			t_excl_enter(&x->check);
+			t_excl_leave(&x->check);
 			if (ursa_rwlock_wrunlock(&x->l) != 0)
 				return false;
 		} else {
@@ -687,13 +661,8 @@ static bool prw_child(int idx, void *arg)
 				r = ursa_rwlock_rdlock(&x->l);
 			if (r != 0)
 				return false;
-			__atomic_fetch_add(&x->readers_inside, 1, __ATOMIC_RELAXED);
-			if (__atomic_load_n(&x->writers_inside, __ATOMIC_RELAXED) != 0)
-				__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
-			for (int k = 1; k < 4; k++)
-				if (x->data[k] != x->data[0])
-					__atomic_fetch_add(&x->violations, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_sub(&x->readers_inside, 1, __ATOMIC_RELAXED);
+			t_excl_enter_shared(&x->check);
+			t_excl_leave_shared(&x->check);
 			if (ursa_rwlock_rdunlock(&x->l) != 0)
 				return false;
 		}
@@ -706,9 +675,7 @@ Test(rwlock, invariants_processes_shared)
 	struct prw *x = t_shared_alloc(sizeof(*x));
 	cr_assert_eq(ursa_rwlock_init(&x->l, URSA_SHARED), 0);
 	cr_assert(t_fork_all(4, prw_child, x));
-	cr_assert_eq(x->violations, 0);
-	cr_assert_eq(x->writes, 4L * 5000);
-	cr_assert_eq(x->data[3], 4L * 5000);
+	t_excl_check(&x->check, 4L * 5000);
 	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 	t_shared_free(x, sizeof(*x));
 }
@@ -720,7 +687,7 @@ static bool pwait_child(int idx, void *arg)
 	int r = idx == 0 ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
 	if (r != 0)
 		return false;
-	__atomic_fetch_add(&x->writes, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&x->woken, 1, __ATOMIC_RELAXED);
 	return (idx == 0 ? ursa_rwlock_wrunlock(&x->l) : ursa_rwlock_rdunlock(&x->l)) == 0;
 }
 
@@ -737,12 +704,12 @@ Test(rwlock, processes_sleepers_are_woken)
 		_exit(t_fork_all(3, pwait_child, x) ? 0 : 1);
 	}
 	wait_state_bits(&x->l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
-	cr_assert_eq(x->writes, 0);
+	cr_assert_eq(x->woken, 0);
 	cr_assert_eq(ursa_rwlock_wrunlock(&x->l), 0);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	cr_assert_eq(x->writes, 3);
+	cr_assert_eq(x->woken, 3);
 	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 	t_shared_free(x, sizeof(*x));
 }

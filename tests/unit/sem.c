@@ -132,44 +132,30 @@ Test(sem, timed_short_timeout_both_clocks)
 
 struct one {
 	ursa_sem_t s;
-	pid_t tid;
 	int timed;
-	atomic_int ret;
-	atomic_int done;
 };
 
-static void *one_waiter(void *arg)
+static int one_wait(void *arg)
 {
 	struct one *o = arg;
-	__atomic_store_n(&o->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	int r;
 	if (o->timed) {
 		struct timespec dl = t_deadline(CLOCK_REALTIME, 30000);
-		r = ursa_sem_timedwait(&o->s, CLOCK_REALTIME, &dl);
-	} else {
-		r = ursa_sem_wait(&o->s);
+		return ursa_sem_timedwait(&o->s, CLOCK_REALTIME, &dl);
 	}
-	atomic_store(&o->ret, r);
-	atomic_store(&o->done, 1);
-	return NULL;
+	return ursa_sem_wait(&o->s);
 }
 
 static void run_one(int timed, unsigned flags)
 {
 	static struct one o;
+	static struct t_waiter w;
 	memset(&o, 0, sizeof(o));
 	cr_assert_eq(ursa_sem_init(&o.s, 0, flags), 0);
 	o.timed = timed;
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, one_waiter, &o), 0);
-	while (!__atomic_load_n(&o.tid, __ATOMIC_ACQUIRE))
-		sched_yield();
-	t_wait_sleeping(o.tid);
-	cr_assert_eq(atomic_load(&o.done), 0);
+	t_waiter_start(&w, one_wait, &o);
 	cr_assert_eq(ursa_sem_destroy(&o.s), -EBUSY, "a waiter sleeps on it");
 	cr_assert_eq(ursa_sem_post(&o.s), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
-	cr_assert_eq(atomic_load(&o.ret), 0);
+	cr_assert_eq(t_waiter_join(&w), 0);
 	cr_assert_eq(ursa_sem_value(&o.s), 0);
 	cr_assert_eq(ursa_sem_destroy(&o.s), 0);
 }

@@ -177,41 +177,18 @@ struct wk {
 	ursa_mutex_t m;
 	ursa_sem_t s;
 	ursa_event_t ea, em;
-	pid_t tid;
-	atomic_int ret;
-	atomic_int done;
 	int timed;
 };
 
-static void *wk_waiter(void *arg)
+static int wk_wait(void *arg)
 {
 	struct wk *w = arg;
 	ursa_waitable_t v[4] = {W_SEM(&w->s), W_EVENT(&w->ea), W_EVENT(&w->em), W_MUTEX(&w->m)};
-	__atomic_store_n(&w->tid, gettid_(), __ATOMIC_RELEASE);
-	int r;
 	if (w->timed) {
 		struct timespec dl = t_deadline(CLOCK_REALTIME, 30000);
-		r = ursa_wait_any(v, 4, CLOCK_REALTIME, &dl);
-	} else {
-		r = ursa_wait_any(v, 4, CLOCK_MONOTONIC, NULL);
+		return ursa_wait_any(v, 4, CLOCK_REALTIME, &dl);
 	}
-	atomic_store(&w->ret, r);
-	atomic_store(&w->done, 1);
-	return NULL;
-}
-
-static pthread_t wk_start(struct wk *w, int timed)
-{
-	pthread_t t;
-	w->tid = 0;
-	w->timed = timed;
-	atomic_store(&w->done, 0);
-	cr_assert_eq(pthread_create(&t, NULL, wk_waiter, w), 0);
-	while (!__atomic_load_n(&w->tid, __ATOMIC_ACQUIRE))
-		sched_yield();
-	t_wait_sleeping(w->tid);
-	cr_assert_eq(atomic_load(&w->done), 0);
-	return t;
+	return ursa_wait_any(v, 4, CLOCK_MONOTONIC, NULL);
 }
 
 Test(wait_any, woken_by_each_kind)
@@ -222,7 +199,9 @@ Test(wait_any, woken_by_each_kind)
 	cr_assert_eq(ursa_event_init(&w.ea, URSA_EVENT_AUTO_RESET), 0);
 	cr_assert_eq(ursa_mutex_lock(&w.m), 0);
 	for (int k = 0; k < 4; k++) {
-		pthread_t t = wk_start(&w, k & 1);
+		static struct t_waiter t;
+		w.timed = k & 1;
+		t_waiter_start(&t, wk_wait, &w);
 		switch (k) {
 		case 0:
 			cr_assert_eq(ursa_sem_destroy(&w.s), -EBUSY, "registered");
@@ -243,8 +222,7 @@ Test(wait_any, woken_by_each_kind)
 			cr_assert_eq(ursa_mutex_unlock(&w.m), 0);
 			break;
 		}
-		cr_assert_eq(pthread_join(t, NULL), 0);
-		cr_assert_eq(atomic_load(&w.ret), k, "woken by object %d", k);
+		cr_assert_eq(t_waiter_join(&t), k, "woken by object %d", k);
 	}
 	cr_assert_eq(ursa_mutex_trylock(&w.m), -EBUSY, "the waiter took the mutex");
 	cr_assert_eq(ursa_mutex_unlock(&w.m), 0);
