@@ -72,6 +72,10 @@ check-ring-setups:
 include tests/unit/local.mk
 include tests/integration/local.mk
 include tests/fault/local.mk
+# The Criterion suites each directory lists: built and run by make check.
+SUITES = $(UNIT_TESTS) $(INTEGRATION_TESTS) $(FAULT_TESTS)
+check_PROGRAMS += $(SUITES)
+TESTS += $(SUITES)
 include tests/tsan/local.mk
 include tests/models/local.mk
 include tests/stress/local.mk

@@ -1,14 +1,9 @@
 # Fault injection: signal storms, io_uring blocked by seccomp,
 # SIGKILLed holders and waiters, cancel storms on tiny rings;
 # tests/fault/NAME.c.
-FAULT_TESTS = \
-	tests/fault/mutex_handoff_repro \
-	tests/fault/no_uring \
-	tests/fault/ring \
-	tests/fault/sigkill \
-	tests/fault/signals
-check_PROGRAMS += $(FAULT_TESTS)
-TESTS += $(FAULT_TESTS)
+# (Built and run by make check: SUITES, tests/local.mk.)
+FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/no_uring tests/fault/ring \
+	tests/fault/sigkill tests/fault/signals
 
 # tests/fault/mutex_handoff_repro: the C reproduction of the mutex hand-off
 # hang the spin model found (fixed in fd48f8a), a regression check.

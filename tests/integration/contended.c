@@ -31,6 +31,7 @@
 #include <ursa.h>
 
 #include "tests/helpers.h"
+#include "tests/integration/common.h"
 
 /* ---- checking and helpers ------------------------------------------- */
 
@@ -41,45 +42,46 @@ TestSuite(contended, .timeout = 240);
 
 #define CHECK(cond, ...) cr_assert(cond, __VA_ARGS__)
 
-static struct timespec after_us(clockid_t clk, long us)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	ts.tv_nsec += us * 1000;
-	while (ts.tv_nsec >= 1000000000L) {
-		ts.tv_nsec -= 1000000000L;
-		ts.tv_sec++;
-	}
-	return ts;
-}
-
-/* A small per-thread PRNG (xorshift), so choices differ between threads
- * without sharing state. */
-static uint32_t rnd(uint32_t *s)
-{
-	uint32_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return *s = x ? x : 0x9e3779b9u;
-}
-
 #define MAXT 8
 static pthread_t g_tids[MAXT];
 
 struct targ {
 	int id;
 	void *ctx;
+	void (*fn)(struct targ *);
+	bool ring;
+	struct io_uring *r; /* a ring thread's own ring, else NULL */
 };
 
-static void run_threads(int n, void *(*fn)(void *), void *ctx)
+static void ring_open(struct io_uring *r);
+static void ring_close(struct io_uring *r);
+
+static void *thread_main(void *arg)
+{
+	struct targ *a = arg;
+	struct io_uring r;
+	if (a->ring) {
+		ring_open(&r);
+		a->r = &r;
+	}
+	a->fn(a);
+	if (a->ring)
+		ring_close(&r);
+	return NULL;
+}
+
+/* Run n threads, fn(&targ) each, and join them. Thread ring_id (none:
+ * -1) runs ring_fn instead, with a ring of its own (targ.r) that it opens
+ * first and, when ring_fn returns, drains and closes. */
+static void run_threads(int n, void (*fn)(struct targ *), int ring_id,
+			void (*ring_fn)(struct targ *), void *ctx)
 {
 	static struct targ args[MAXT];
 	CHECK(n <= MAXT, "too many threads");
 	for (int i = 0; i < n; i++) {
-		args[i].id = i;
-		args[i].ctx = ctx;
-		CHECK(pthread_create(&g_tids[i], NULL, fn, &args[i]) == 0, "pthread_create");
+		args[i] = (struct targ){i, ctx, i == ring_id ? ring_fn : fn, i == ring_id, NULL};
+		CHECK(pthread_create(&g_tids[i], NULL, thread_main, &args[i]) == 0,
+		      "pthread_create");
 	}
 	for (int i = 0; i < n; i++)
 		CHECK(pthread_join(g_tids[i], NULL) == 0, "pthread_join");
@@ -149,22 +151,108 @@ static void ring_drain(struct io_uring *r)
 	}
 }
 
+/* A ring thread's ring, and its end: what is left on it finishes
+ * nothing. */
+static void ring_open(struct io_uring *r)
+{
+	CHECK(io_uring_queue_init(8, r, 0) == 0, "io_uring_queue_init");
+}
+
+static void ring_close(struct io_uring *r)
+{
+	ring_drain(r);
+	io_uring_queue_exit(r);
+}
+
+/* A fresh op; one time in n (returns k == 0) with a deadline us (plus up
+ * to spread - 1) microseconds away. */
+static uint32_t op_prepare(struct ursa_op *op, uint32_t *seed, uint32_t n, long us,
+			   uint32_t spread)
+{
+	memset(op, 0, sizeof(*op));
+	uint32_t k = t_rnd(seed) % n;
+	if (k == 0) {
+		struct timespec ts =
+			t_after_us(CLOCK_MONOTONIC, us + (spread ? (long)(t_rnd(seed) % spread) : 0));
+		CHECK(ursa_op_set_deadline(op, CLOCK_MONOTONIC, &ts) == 0, "set_deadline");
+	}
+	return k;
+}
+
+/* The ring waits the threads make, each on one object. */
+enum wait_kind { W_MUTEX, W_RDLOCK, W_WRLOCK, W_SEM, W_EVENT, W_WAITQ_SLOT0 };
+
+static int start(enum wait_kind kind, struct io_uring *r, void *obj, struct ursa_op *op)
+{
+	switch (kind) {
+	case W_MUTEX:
+		return ursa_mutex_lock_async(r, obj, op);
+	case W_RDLOCK:
+		return ursa_rwlock_rdlock_async(r, obj, op);
+	case W_WRLOCK:
+		return ursa_rwlock_wrlock_async(r, obj, op);
+	case W_SEM:
+		return ursa_sem_wait_async(r, obj, op);
+	case W_EVENT:
+		return ursa_event_wait_async(r, obj, op);
+	case W_WAITQ_SLOT0:
+		return ursa_waitq_wait_async(r, obj, 0, op);
+	}
+	return -EINVAL;
+}
+
 /* How a ring thread varies its ops: plain, with a short deadline, or
  * cancelled while in flight. Returns the op's result. */
 static int ring_variant(struct io_uring *r, struct ursa_op *op, uint32_t *seed,
-			int (*start)(struct io_uring *, void *, struct ursa_op *), void *obj)
+			enum wait_kind kind, void *obj)
 {
-	memset(op, 0, sizeof(*op));
-	uint32_t k = rnd(seed) % 8;
-	if (k == 0) {
-		struct timespec ts = after_us(CLOCK_MONOTONIC, 50 + rnd(seed) % 200);
-		CHECK(ursa_op_set_deadline(op, CLOCK_MONOTONIC, &ts) == 0, "set_deadline");
-	}
-	int st = start(r, obj, op);
+	uint32_t k = op_prepare(op, seed, 8, 50, 200);
+	int st = start(kind, r, obj, op);
 	int res = ring_finish(r, op, st, k == 1);
 	CHECK(res == 0 || (k == 0 && res == -ETIMEDOUT) || (k == 1 && res == -ECANCELED),
 	      "async op result %d (variant %u)", res, k);
 	return res;
+}
+
+/* ring_variant until an op succeeds (a timed-out or cancelled one took
+ * nothing: try again). */
+static void ring_take(struct io_uring *r, uint32_t *seed, enum wait_kind kind, void *obj)
+{
+	struct ursa_op op;
+	while (ring_variant(r, &op, seed, kind, obj) != 0)
+		;
+}
+
+/* A blocking take of obj, one of three ways by k: k == 0 spins on
+ * ursa_<prim>_trywait, k == 1 waits with a deadline us away (then without
+ * one if it expired), any other k waits. Returns the take's result. */
+#define TAKE(prim, obj, k, us)                                                           \
+	({                                                                               \
+		uint32_t k_ = (k);                                                       \
+		int rc_;                                                                 \
+		if (k_ == 0) {                                                           \
+			while ((rc_ = ursa_##prim##_trywait(obj)) == -EBUSY)             \
+				sched_yield();                                           \
+		} else if (k_ == 1) {                                                    \
+			struct timespec ts_ = t_after_us(CLOCK_MONOTONIC, us);           \
+			rc_ = ursa_##prim##_timedwait(obj, CLOCK_MONOTONIC, &ts_);       \
+			if (rc_ == -ETIMEDOUT)                                           \
+				rc_ = ursa_##prim##_wait(obj);                           \
+		} else {                                                                 \
+			rc_ = ursa_##prim##_wait(obj);                                   \
+		}                                                                        \
+		rc_;                                                                     \
+	})
+
+/* The mutual-exclusion check: the caller must be alone inside (inside
+ * is 0 on entry, what names the failure) and bumps a plain counter, which
+ * ThreadSanitizer would see race. Returns inside's value on the way out
+ * (1 while the caller is still alone). */
+static int alone(atomic_int *inside, long *counter, const char *what)
+{
+	CHECK(atomic_fetch_add(inside, 1) == 0, "%s", what);
+	(*counter)++;
+	return atomic_fetch_sub(inside, 1);
 }
 
 /* ====================================================================== */
@@ -181,18 +269,16 @@ struct mutex_ctx {
 
 static void mutex_cs(struct mutex_ctx *c)
 {
-	CHECK(atomic_fetch_add(&c->inside, 1) == 0, "two holders of a mutex");
-	c->counter++;
-	CHECK(atomic_fetch_sub(&c->inside, 1) == 1, "two holders of a mutex");
+	CHECK(alone(&c->inside, &c->counter, "two holders of a mutex") == 1,
+	      "two holders of a mutex");
 }
 
-static void *mutex_thread(void *arg)
+static void mutex_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct mutex_ctx *c = a->ctx;
 	uint32_t seed = 0x1234u + (uint32_t)a->id * 7919u;
 	for (int i = 0; i < c->iters; i++) {
-		uint32_t k = rnd(&seed) % 10;
+		uint32_t k = t_rnd(&seed) % 10;
 		int r;
 		if (k < 6) {
 			r = ursa_mutex_lock(&c->m);
@@ -200,7 +286,7 @@ static void *mutex_thread(void *arg)
 			while ((r = ursa_mutex_trylock(&c->m)) == -EBUSY)
 				sched_yield();
 		} else {
-			struct timespec ts = after_us(k == 8 ? CLOCK_MONOTONIC : CLOCK_REALTIME, 30);
+			struct timespec ts = t_after_us(k == 8 ? CLOCK_MONOTONIC : CLOCK_REALTIME, 30);
 			r = ursa_mutex_timedlock(&c->m, k == 8 ? CLOCK_MONOTONIC : CLOCK_REALTIME,
 						 &ts);
 			if (r == -ETIMEDOUT) {
@@ -212,41 +298,23 @@ static void *mutex_thread(void *arg)
 		mutex_cs(c);
 		CHECK(ursa_mutex_unlock(&c->m) == 0, "unlock");
 	}
-	return NULL;
-}
-
-static int start_mutex(struct io_uring *r, void *obj, struct ursa_op *op)
-{
-	return ursa_mutex_lock_async(r, obj, op);
 }
 
 /* A ring thread locks the same mutex through the ring. */
-static void *mutex_ring_thread(void *arg)
+static void mutex_ring_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct mutex_ctx *c = a->ctx;
-	struct io_uring r;
 	uint32_t seed = 0x777u + (uint32_t)a->id;
-	CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	for (int i = 0; i < c->iters; i++) {
 		struct ursa_op op;
-		if (ring_variant(&r, &op, &seed, start_mutex, &c->m) != 0) {
+		if (ring_variant(a->r, &op, &seed, W_MUTEX, &c->m) != 0) {
 			atomic_fetch_add(&c->timeouts, 1);
 			CHECK(ursa_mutex_lock(&c->m) == 0, "lock");
 		}
 		mutex_cs(c);
 		CHECK(ursa_mutex_unlock(&c->m) == 0, "unlock");
 	}
-	ring_drain(&r);
-	io_uring_queue_exit(&r);
 	atomic_fetch_add(&c->ring_ok, 1);
-	return NULL;
-}
-
-static void *mutex_mixed_thread(void *arg)
-{
-	struct targ *a = arg;
-	return a->id == 0 ? mutex_ring_thread(arg) : mutex_thread(arg);
 }
 
 static void test_mutex(unsigned flags, bool ring)
@@ -256,7 +324,7 @@ static void test_mutex(unsigned flags, bool ring)
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
 	c.iters = ITERS(ring ? 3000 : 20000);
 	int n = 4;
-	run_threads(n, ring ? mutex_mixed_thread : mutex_thread, &c);
+	run_threads(n, mutex_thread, ring ? 0 : -1, mutex_ring_thread, &c);
 	CHECK(c.counter == (long)n * c.iters, "counter %ld, expected %ld", c.counter,
 	      (long)n * c.iters);
 	CHECK(ursa_mutex_destroy(&c.m) == 0, "destroy of a free mutex");
@@ -296,9 +364,21 @@ static void rw_write_cs(struct rw_ctx *c)
 	atomic_fetch_add(&c->writes, 1);
 }
 
+/* The section of a holder (a writer when wr), then its unlock. */
+static void rw_cs_unlock(struct rw_ctx *c, bool wr)
+{
+	if (wr) {
+		rw_write_cs(c);
+		CHECK(ursa_rwlock_wrunlock(&c->l) == 0, "wrunlock");
+	} else {
+		rw_read_cs(c);
+		CHECK(ursa_rwlock_rdunlock(&c->l) == 0, "rdunlock");
+	}
+}
+
 static int rw_lock(struct rw_ctx *c, bool wr, uint32_t *seed)
 {
-	uint32_t k = rnd(seed) % 6;
+	uint32_t k = t_rnd(seed) % 6;
 	int r;
 	if (k < 3)
 		return wr ? ursa_rwlock_wrlock(&c->l) : ursa_rwlock_rdlock(&c->l);
@@ -308,7 +388,7 @@ static int rw_lock(struct rw_ctx *c, bool wr, uint32_t *seed)
 			sched_yield();
 		return r;
 	}
-	struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
+	struct timespec ts = t_after_us(CLOCK_MONOTONIC, 40);
 	r = wr ? ursa_rwlock_timedwrlock(&c->l, CLOCK_MONOTONIC, &ts)
 	       : ursa_rwlock_timedrdlock(&c->l, CLOCK_MONOTONIC, &ts);
 	if (r == -ETIMEDOUT)
@@ -316,66 +396,30 @@ static int rw_lock(struct rw_ctx *c, bool wr, uint32_t *seed)
 	return r;
 }
 
-static void *rw_thread(void *arg)
+static void rw_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct rw_ctx *c = a->ctx;
 	bool writer = a->id < 2;
 	uint32_t seed = 0xabcdu + (uint32_t)a->id * 31u;
 	for (int i = 0; i < c->iters; i++) {
 		int r = rw_lock(c, writer, &seed);
 		CHECK(r == 0, "rwlock lock: %d", r);
-		if (writer) {
-			rw_write_cs(c);
-			CHECK(ursa_rwlock_wrunlock(&c->l) == 0, "wrunlock");
-		} else {
-			rw_read_cs(c);
-			CHECK(ursa_rwlock_rdunlock(&c->l) == 0, "rdunlock");
-		}
+		rw_cs_unlock(c, writer);
 	}
-	return NULL;
 }
 
-static int start_rd(struct io_uring *r, void *obj, struct ursa_op *op)
+static void rw_ring_thread(struct targ *a)
 {
-	return ursa_rwlock_rdlock_async(r, obj, op);
-}
-
-static int start_wr(struct io_uring *r, void *obj, struct ursa_op *op)
-{
-	return ursa_rwlock_wrlock_async(r, obj, op);
-}
-
-static void *rw_ring_thread(void *arg)
-{
-	struct targ *a = arg;
 	struct rw_ctx *c = a->ctx;
-	struct io_uring r;
 	uint32_t seed = 0x4242u;
-	CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	for (int i = 0; i < c->iters; i++) {
 		struct ursa_op op;
 		bool wr = i & 1;
-		if (ring_variant(&r, &op, &seed, wr ? start_wr : start_rd, &c->l) != 0)
+		if (ring_variant(a->r, &op, &seed, wr ? W_WRLOCK : W_RDLOCK, &c->l) != 0)
 			CHECK((wr ? ursa_rwlock_wrlock(&c->l) : ursa_rwlock_rdlock(&c->l)) == 0,
 			      "lock");
-		if (wr) {
-			rw_write_cs(c);
-			CHECK(ursa_rwlock_wrunlock(&c->l) == 0, "wrunlock");
-		} else {
-			rw_read_cs(c);
-			CHECK(ursa_rwlock_rdunlock(&c->l) == 0, "rdunlock");
-		}
+		rw_cs_unlock(c, wr);
 	}
-	ring_drain(&r);
-	io_uring_queue_exit(&r);
-	return NULL;
-}
-
-static void *rw_mixed_thread(void *arg)
-{
-	struct targ *a = arg;
-	return a->id == 4 ? rw_ring_thread(arg) : rw_thread(arg);
 }
 
 static void test_rwlock(unsigned flags, bool ring)
@@ -385,7 +429,7 @@ static void test_rwlock(unsigned flags, bool ring)
 	CHECK(ursa_rwlock_init(&c.l, flags) == 0, "init");
 	c.iters = ITERS(ring ? 2000 : 8000);
 	int n = ring ? 5 : 4; /* 2 writers, 2 readers (+ a ring thread) */
-	run_threads(n, ring ? rw_mixed_thread : rw_thread, &c);
+	run_threads(n, rw_thread, ring ? 4 : -1, rw_ring_thread, &c);
 	CHECK(c.writes == c.a && c.a == c.b, "writes %ld, a %ld, b %ld", (long)c.writes, c.a,
 	      c.b);
 	CHECK(c.reads + c.writes == (long)n * c.iters, "operations lost");
@@ -410,16 +454,15 @@ struct cond_ctx {
 
 static int cwait(ursa_cond_t *cv, ursa_mutex_t *m, uint32_t *seed)
 {
-	if (rnd(seed) % 4)
+	if (t_rnd(seed) % 4)
 		return ursa_cond_wait(cv, m);
-	struct timespec ts = after_us(CLOCK_MONOTONIC, 50);
+	struct timespec ts = t_after_us(CLOCK_MONOTONIC, 50);
 	int r = ursa_cond_timedwait(cv, m, CLOCK_MONOTONIC, &ts);
 	return r == -ETIMEDOUT ? 0 : r; /* m is held again either way */
 }
 
-static void *cond_producer(void *arg)
+static void cond_producer(struct targ *a)
 {
-	struct targ *a = arg;
 	struct cond_ctx *c = a->ctx;
 	uint32_t seed = 0x5151u + (uint32_t)a->id;
 	for (int i = 0; i < c->per_producer; i++) {
@@ -431,7 +474,7 @@ static void *cond_producer(void *arg)
 		c->count++;
 		c->produced_sum += v;
 		/* Signal inside or outside the lock, signal or broadcast. */
-		uint32_t k = rnd(&seed) % 4;
+		uint32_t k = t_rnd(&seed) % 4;
 		if (k == 0)
 			CHECK(ursa_cond_broadcast(&c->not_empty) == 0, "broadcast");
 		else if (k == 1)
@@ -440,87 +483,68 @@ static void *cond_producer(void *arg)
 		if (k >= 2)
 			CHECK(ursa_cond_signal(&c->not_empty) == 0, "signal");
 	}
-	return NULL;
 }
 
-static void *cond_consumer(void *arg)
+/* A consumer holding m, woken with an item there or with every item
+ * consumed: takes the item. Returns false once every item is consumed. */
+static bool cond_take(struct cond_ctx *c)
 {
-	struct targ *a = arg;
+	if (c->consumed == c->total)
+		return false;
+	long v = c->buf[c->head];
+	c->head = (c->head + 1) % BUF;
+	c->count--;
+	c->consumed++;
+	c->consumed_sum += v;
+	if (c->consumed == c->total)
+		CHECK(ursa_cond_broadcast(&c->not_empty) == 0, "broadcast");
+	CHECK(ursa_cond_signal(&c->not_full) == 0, "signal");
+	return true;
+}
+
+static void cond_consumer(struct targ *a)
+{
 	struct cond_ctx *c = a->ctx;
 	uint32_t seed = 0x6161u + (uint32_t)a->id;
 	CHECK(ursa_mutex_lock(&c->m) == 0, "lock");
 	for (;;) {
 		while (c->count == 0 && c->consumed < c->total)
 			CHECK(cwait(&c->not_empty, &c->m, &seed) == 0, "cond wait");
-		if (c->consumed == c->total)
+		if (!cond_take(c))
 			break;
-		long v = c->buf[c->head];
-		c->head = (c->head + 1) % BUF;
-		c->count--;
-		c->consumed++;
-		c->consumed_sum += v;
-		if (c->consumed == c->total)
-			CHECK(ursa_cond_broadcast(&c->not_empty) == 0, "broadcast");
-		CHECK(ursa_cond_signal(&c->not_full) == 0, "signal");
 	}
 	CHECK(ursa_mutex_unlock(&c->m) == 0, "unlock");
-	return NULL;
 }
 
 /* A ring consumer: locks m through the ring, waits on not_empty through
  * the ring (ursa_cond_wait_async finishes holding m). */
-static void *cond_ring_consumer(void *arg)
+static void cond_ring_consumer(struct targ *a)
 {
-	struct targ *a = arg;
 	struct cond_ctx *c = a->ctx;
-	struct io_uring r;
+	struct io_uring *r = a->r;
 	uint32_t seed = 0x7171u;
-	CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	struct ursa_op op;
-	if (ring_variant(&r, &op, &seed, start_mutex, &c->m) != 0)
+	if (ring_variant(r, &op, &seed, W_MUTEX, &c->m) != 0)
 		CHECK(ursa_mutex_lock(&c->m) == 0, "lock");
 	for (;;) {
 		while (c->count == 0 && c->consumed < c->total) {
-			memset(&op, 0, sizeof(op));
-			uint32_t k = rnd(&seed) % 4;
-			if (k == 0) {
-				struct timespec ts = after_us(CLOCK_MONOTONIC, 100);
-				CHECK(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts) == 0, "dl");
-			}
-			int st = ursa_cond_wait_async(&r, &c->not_empty, &c->m, &op);
-			int res = ring_finish(&r, &op, st, k == 1);
+			uint32_t k = op_prepare(&op, &seed, 4, 100, 0);
+			int st = ursa_cond_wait_async(r, &c->not_empty, &c->m, &op);
+			int res = ring_finish(r, &op, st, k == 1);
 			CHECK(res == 0 || res == -ETIMEDOUT || res == -ECANCELED,
 			      "cond_wait_async: %d", res);
 			/* Finished holding m, whatever res is. */
 			CHECK(ursa_mutex_trylock(&c->m) == -EBUSY, "m not held after cond op");
 		}
-		if (c->consumed == c->total)
+		if (!cond_take(c))
 			break;
-		long v = c->buf[c->head];
-		c->head = (c->head + 1) % BUF;
-		c->count--;
-		c->consumed++;
-		c->consumed_sum += v;
-		if (c->consumed == c->total)
-			CHECK(ursa_cond_broadcast(&c->not_empty) == 0, "broadcast");
-		CHECK(ursa_cond_signal(&c->not_full) == 0, "signal");
 	}
 	CHECK(ursa_mutex_unlock(&c->m) == 0, "unlock");
-	ring_drain(&r);
-	io_uring_queue_exit(&r);
-	return NULL;
 }
 
-static bool g_cond_ring;
-
-static void *cond_thread(void *arg)
+static void cond_thread(struct targ *a)
 {
-	struct targ *a = arg;
-	if (a->id < 2)
-		return cond_producer(arg);
-	if (g_cond_ring && a->id == 2)
-		return cond_ring_consumer(arg);
-	return cond_consumer(arg);
+	(a->id < 2 ? cond_producer : cond_consumer)(a);
 }
 
 static void test_cond(unsigned flags, bool ring)
@@ -532,8 +556,8 @@ static void test_cond(unsigned flags, bool ring)
 	CHECK(ursa_cond_init(&c.not_full, flags) == 0, "init");
 	c.per_producer = ITERS(ring ? 2000 : 5000);
 	c.total = 2 * c.per_producer;
-	g_cond_ring = ring;
-	run_threads(4, cond_thread, &c); /* 2 producers, 2 consumers */
+	/* 2 producers, 2 consumers (one in a ring) */
+	run_threads(4, cond_thread, ring ? 2 : -1, cond_ring_consumer, &c);
 	CHECK(c.consumed == c.total && c.count == 0, "items lost: %d of %d", c.consumed, c.total);
 	CHECK(c.consumed_sum == c.produced_sum, "sums differ");
 	CHECK(ursa_cond_destroy(&c.not_empty) == 0 && ursa_cond_destroy(&c.not_full) == 0,
@@ -553,9 +577,16 @@ struct sem_ctx {
 	int per_poster;
 };
 
-static void *sem_thread(void *arg)
+/* The binary semaphore used as a lock. */
+static void bin_cs(struct sem_ctx *c)
 {
-	struct targ *a = arg;
+	CHECK(ursa_sem_wait(&c->bin) == 0, "wait bin");
+	alone(&c->inside, &c->counter, "binary sem: two inside");
+	CHECK(ursa_sem_post(&c->bin) == 0, "post bin");
+}
+
+static void sem_thread(struct targ *a)
+{
 	struct sem_ctx *c = a->ctx;
 	uint32_t seed = 0x9191u + (uint32_t)a->id;
 	if (a->id < 2) {
@@ -565,71 +596,30 @@ static void *sem_thread(void *arg)
 			while ((r = ursa_sem_post(&c->s)) == -EOVERFLOW)
 				sched_yield();
 			CHECK(r == 0, "post: %d", r);
-			if (i % 8 == 0) {
-				CHECK(ursa_sem_wait(&c->bin) == 0, "wait bin");
-				CHECK(atomic_fetch_add(&c->inside, 1) == 0, "binary sem: two inside");
-				c->counter++;
-				atomic_fetch_sub(&c->inside, 1);
-				CHECK(ursa_sem_post(&c->bin) == 0, "post bin");
-			}
+			if (i % 8 == 0)
+				bin_cs(c);
 		}
-		return NULL;
+		return;
 	}
 	/* Consumers: claim a ticket, then take one unit however long it takes. */
 	while (atomic_fetch_sub(&c->tickets, 1) > 0) {
-		uint32_t k = rnd(&seed) % 4;
-		int r;
-		if (k == 0) {
-			while ((r = ursa_sem_trywait(&c->s)) == -EBUSY)
-				sched_yield();
-		} else if (k == 1) {
-			struct timespec ts = after_us(CLOCK_MONOTONIC, 30);
-			r = ursa_sem_timedwait(&c->s, CLOCK_MONOTONIC, &ts);
-			if (r == -ETIMEDOUT)
-				r = ursa_sem_wait(&c->s);
-		} else {
-			r = ursa_sem_wait(&c->s);
-		}
+		uint32_t k = t_rnd(&seed) % 4;
+		int r = TAKE(sem, &c->s, k, 30);
 		CHECK(r == 0, "sem take: %d", r);
 		atomic_fetch_add(&c->taken, 1);
-		if (k == 3) {
-			CHECK(ursa_sem_wait(&c->bin) == 0, "wait bin");
-			CHECK(atomic_fetch_add(&c->inside, 1) == 0, "binary sem: two inside");
-			c->counter++;
-			atomic_fetch_sub(&c->inside, 1);
-			CHECK(ursa_sem_post(&c->bin) == 0, "post bin");
-		}
+		if (k == 3)
+			bin_cs(c);
 	}
-	return NULL;
 }
 
-static int start_sem(struct io_uring *r, void *obj, struct ursa_op *op)
+static void sem_ring_thread(struct targ *a)
 {
-	return ursa_sem_wait_async(r, obj, op);
-}
-
-static void *sem_ring_thread(void *arg)
-{
-	struct targ *a = arg;
 	struct sem_ctx *c = a->ctx;
-	struct io_uring r;
 	uint32_t seed = 0x3333u;
-	CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	while (atomic_fetch_sub(&c->tickets, 1) > 0) {
-		struct ursa_op op;
-		while (ring_variant(&r, &op, &seed, start_sem, &c->s) != 0)
-			; /* timed out or cancelled: nothing taken; try again */
+		ring_take(a->r, &seed, W_SEM, &c->s);
 		atomic_fetch_add(&c->taken, 1);
 	}
-	ring_drain(&r);
-	io_uring_queue_exit(&r);
-	return NULL;
-}
-
-static void *sem_mixed_thread(void *arg)
-{
-	struct targ *a = arg;
-	return a->id == 4 ? sem_ring_thread(arg) : sem_thread(arg);
 }
 
 static void test_sem(unsigned flags, bool ring)
@@ -640,7 +630,7 @@ static void test_sem(unsigned flags, bool ring)
 	CHECK(ursa_sem_init(&c.bin, 1, flags) == 0, "init");
 	c.per_poster = ITERS(ring ? 3000 : 10000);
 	atomic_store(&c.tickets, 2 * c.per_poster);
-	run_threads(ring ? 5 : 4, ring ? sem_mixed_thread : sem_thread, &c);
+	run_threads(ring ? 5 : 4, sem_thread, ring ? 4 : -1, sem_ring_thread, &c);
 	CHECK(c.taken == 2L * c.per_poster, "taken %ld of %d", (long)c.taken, 2 * c.per_poster);
 	CHECK(ursa_sem_value(&c.s) == 0, "value %d left", ursa_sem_value(&c.s));
 	CHECK(ursa_sem_value(&c.bin) == 1, "binary semaphore value %d", ursa_sem_value(&c.bin));
@@ -661,40 +651,27 @@ struct mev_ctx {
 	int rounds, workers;
 };
 
-static void *mev_worker(void *arg)
+static void mev_worker(struct targ *a)
 {
-	struct targ *a = arg;
 	struct mev_ctx *c = a->ctx;
 	uint32_t seed = 0x2468u + (uint32_t)a->id;
 	for (int r = 0; r < c->rounds; r++) {
 		ursa_event_t *e = &c->ev[r % 2];
-		int rc;
-		uint32_t k = rnd(&seed) % 3;
-		if (k == 0) {
-			while ((rc = ursa_event_trywait(e)) == -EBUSY)
-				sched_yield();
-		} else if (k == 1) {
-			struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
-			rc = ursa_event_timedwait(e, CLOCK_MONOTONIC, &ts);
-			if (rc == -ETIMEDOUT)
-				rc = ursa_event_wait(e);
-		} else {
-			rc = ursa_event_wait(e);
-		}
+		int rc = TAKE(event, e, t_rnd(&seed) % 3, 40);
 		CHECK(rc == 0, "event wait: %d", rc);
 		CHECK(c->data == r, "saw data %ld in round %d", c->data, r);
 		if (atomic_fetch_add(&c->acks, 1) + 1 == c->workers)
 			CHECK(ursa_event_set(&c->ack) == 0, "set ack");
 	}
-	return NULL;
 }
 
-static void *mev_thread(void *arg)
+static void mev_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct mev_ctx *c = a->ctx;
-	if (a->id > 0)
-		return mev_worker(arg);
+	if (a->id > 0) {
+		mev_worker(a);
+		return;
+	}
 	for (int r = 0; r < c->rounds; r++) {
 		/* Every worker acknowledged round r - 1, so all have passed
 		 * ev[(r + 1) % 2]: it can be reset for round r + 1. */
@@ -705,7 +682,6 @@ static void *mev_thread(void *arg)
 		CHECK(ursa_event_wait(&c->ack) == 0, "wait ack");
 		CHECK(atomic_load(&c->acks) == c->workers, "acks");
 	}
-	return NULL;
 }
 
 /* Auto-reset: a token. One set; every thread waits (consumes it), works
@@ -719,66 +695,29 @@ struct aev_ctx {
 
 static void aev_cs(struct aev_ctx *c)
 {
-	CHECK(atomic_fetch_add(&c->inside, 1) == 0, "auto-reset event released two waiters");
-	c->counter++;
-	atomic_fetch_sub(&c->inside, 1);
+	alone(&c->inside, &c->counter, "auto-reset event released two waiters");
 	CHECK(ursa_event_set(&c->e) == 0, "set");
 }
 
-static void *aev_thread(void *arg)
+static void aev_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct aev_ctx *c = a->ctx;
 	uint32_t seed = 0x1357u + (uint32_t)a->id;
 	for (int i = 0; i < c->iters; i++) {
-		int rc;
-		uint32_t k = rnd(&seed) % 4;
-		if (k == 0) {
-			while ((rc = ursa_event_trywait(&c->e)) == -EBUSY)
-				sched_yield();
-		} else if (k == 1) {
-			struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
-			rc = ursa_event_timedwait(&c->e, CLOCK_MONOTONIC, &ts);
-			if (rc == -ETIMEDOUT)
-				rc = ursa_event_wait(&c->e);
-		} else {
-			rc = ursa_event_wait(&c->e);
-		}
+		int rc = TAKE(event, &c->e, t_rnd(&seed) % 4, 40);
 		CHECK(rc == 0, "event wait: %d", rc);
 		aev_cs(c);
 	}
-	return NULL;
 }
 
-static int start_event(struct io_uring *r, void *obj, struct ursa_op *op)
+static void aev_ring_thread(struct targ *a)
 {
-	return ursa_event_wait_async(r, obj, op);
-}
-
-static void *aev_ring_thread(void *arg)
-{
-	struct targ *a = arg;
 	struct aev_ctx *c = a->ctx;
-	struct io_uring r;
 	uint32_t seed = 0x8888u;
-	CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
 	for (int i = 0; i < c->iters; i++) {
-		struct ursa_op op;
-		while (ring_variant(&r, &op, &seed, start_event, &c->e) != 0)
-			;
+		ring_take(a->r, &seed, W_EVENT, &c->e);
 		aev_cs(c);
 	}
-	ring_drain(&r);
-	io_uring_queue_exit(&r);
-	return NULL;
-}
-
-static bool g_aev_ring;
-
-static void *aev_mixed(void *arg)
-{
-	struct targ *a = arg;
-	return g_aev_ring && a->id == 0 ? aev_ring_thread(arg) : aev_thread(arg);
 }
 
 static void test_event(unsigned flags, bool ring)
@@ -791,7 +730,7 @@ static void test_event(unsigned flags, bool ring)
 		CHECK(ursa_event_init(&m.ack, flags | URSA_EVENT_AUTO_RESET) == 0, "init");
 		m.rounds = ITERS(2000);
 		m.workers = 3;
-		run_threads(1 + m.workers, mev_thread, &m);
+		run_threads(1 + m.workers, mev_thread, -1, NULL, &m);
 		CHECK(ursa_event_destroy(&m.ev[0]) == 0 && ursa_event_destroy(&m.ev[1]) == 0,
 		      "destroy of an unwaited event");
 	}
@@ -800,8 +739,7 @@ static void test_event(unsigned flags, bool ring)
 	CHECK(ursa_event_init(&c.e, flags | URSA_EVENT_AUTO_RESET) == 0, "init");
 	CHECK(ursa_event_set(&c.e) == 0, "set");
 	c.iters = ITERS(ring ? 2000 : 8000);
-	g_aev_ring = ring;
-	run_threads(3, aev_mixed, &c);
+	run_threads(3, aev_thread, ring ? 0 : -1, aev_ring_thread, &c);
 	CHECK(c.counter == 3L * c.iters, "counter %ld", c.counter);
 	CHECK(ursa_event_trywait(&c.e) == 0, "the token is left set at the end");
 	CHECK(ursa_event_trywait(&c.e) == -EBUSY, "auto-reset: consumed once");
@@ -818,25 +756,15 @@ struct wq_ctx {
 	atomic_int done_waiters;
 	atomic_long woken, cancelled, timedout;
 	long target_max;
-	bool ring; /* waiter 0 waits in a ring */
+	bool ring; /* waiter 0 waits in a ring; the waker wakes through one */
 };
 
-static int start_waitq_slot0(struct io_uring *r, void *obj, struct ursa_op *op)
+static void wq_waiter(struct targ *a)
 {
-	return ursa_waitq_wait_async(r, obj, 0, op);
-}
-
-static void *wq_waiter(void *arg)
-{
-	struct targ *a = arg;
 	struct wq_ctx *c = a->ctx;
 	uint32_t slot = (uint32_t)a->id;
 	uint32_t seed = 0x4321u + slot;
-	struct io_uring r;
-	bool ring = c->ring && slot == 0;
-	if (ring)
-		CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
-	for (long target = 1 + slot; target <= c->target_max; target += 1 + rnd(&seed) % 3) {
+	for (long target = 1 + slot; target <= c->target_max; target += 1 + t_rnd(&seed) % 3) {
 		while (atomic_load(&c->flushed) < target) {
 			CHECK(ursa_waitq_prepare(c->q, slot, (uint64_t)target) == 0, "prepare");
 			if (atomic_load(&c->flushed) >= target) {
@@ -846,11 +774,11 @@ static void *wq_waiter(void *arg)
 				break;
 			}
 			int rc;
-			if (ring) {
+			if (a->r) { /* waiter 0, when it waits in a ring */
 				struct ursa_op op;
-				rc = ring_variant(&r, &op, &seed, start_waitq_slot0, c->q);
-			} else if (rnd(&seed) % 4 == 0) {
-				struct timespec ts = after_us(CLOCK_MONOTONIC, 50);
+				rc = ring_variant(a->r, &op, &seed, W_WAITQ_SLOT0, c->q);
+			} else if (t_rnd(&seed) % 4 == 0) {
+				struct timespec ts = t_after_us(CLOCK_MONOTONIC, 50);
 				rc = ursa_waitq_wait(c->q, slot, CLOCK_MONOTONIC, &ts);
 			} else {
 				rc = ursa_waitq_wait(c->q, slot, CLOCK_MONOTONIC, NULL);
@@ -864,17 +792,11 @@ static void *wq_waiter(void *arg)
 			}
 		}
 	}
-	if (ring) {
-		ring_drain(&r);
-		io_uring_queue_exit(&r);
-	}
 	atomic_fetch_add(&c->done_waiters, 1);
-	return NULL;
 }
 
-static void *wq_waker(void *arg)
+static void wq_waker(struct targ *a)
 {
-	struct targ *a = arg;
 	struct wq_ctx *c = a->ctx;
 	uint32_t seed = 0x8765u;
 	struct io_uring r;
@@ -887,13 +809,13 @@ static void *wq_waker(void *arg)
 		long f = atomic_load(&c->flushed);
 		if (f < c->target_max + 3)
 			atomic_store(&c->flushed, f + 1); /* make the condition true first */
-		uint32_t k = rnd(&seed) % 4;
+		uint32_t k = t_rnd(&seed) % 4;
 		int rc;
-		struct io_uring *use = (rnd(&seed) & 1) ? rp : NULL;
+		struct io_uring *use = (t_rnd(&seed) & 1) ? rp : NULL;
 		if (k == 0)
-			rc = ursa_waitq_wake(c->q, 1 + rnd(&seed) % 3, use);
+			rc = ursa_waitq_wake(c->q, 1 + t_rnd(&seed) % 3, use);
 		else if (k == 1)
-			rc = ursa_waitq_wake_slot(c->q, rnd(&seed) % WQ_WAITERS, use);
+			rc = ursa_waitq_wake_slot(c->q, t_rnd(&seed) % WQ_WAITERS, use);
 		else
 			rc = ursa_waitq_wake_upto(c->q, (uint64_t)atomic_load(&c->flushed), use);
 		CHECK(rc >= 0, "wake: %d", rc);
@@ -912,13 +834,11 @@ static void *wq_waker(void *arg)
 	}
 	if (rp)
 		io_uring_queue_exit(&r);
-	return NULL;
 }
 
-static void *wq_thread(void *arg)
+static void wq_thread(struct targ *a)
 {
-	struct targ *a = arg;
-	return a->id < WQ_WAITERS ? wq_waiter(arg) : wq_waker(arg);
+	(a->id < WQ_WAITERS ? wq_waiter : wq_waker)(a);
 }
 
 static void test_waitq(unsigned flags, bool ring)
@@ -930,7 +850,7 @@ static void test_waitq(unsigned flags, bool ring)
 	CHECK(c.q && ursa_waitq_init(c.q, WQ_WAITERS, flags) == 0, "init");
 	c.target_max = ITERS(3000L);
 	c.ring = ring;
-	run_threads(WQ_WAITERS + 1, wq_thread, &c);
+	run_threads(WQ_WAITERS + 1, wq_thread, ring ? 0 : -1, wq_thread, &c);
 	for (uint32_t s = 0; s < WQ_WAITERS; s++) {
 		/* Every slot is idle again: prepare works, cancel dequeues. */
 		CHECK(ursa_waitq_prepare(c.q, s, 0) == 0, "slot %u left busy", s);
@@ -953,12 +873,10 @@ struct any_ctx {
 	long counter;	    /* plain, under m */
 	atomic_long units; /* semaphore units taken by wait_any */
 	int posts;
-	bool ring; /* consumer 1 waits in a ring */
 };
 
-static void *any_thread(void *arg)
+static void any_thread(struct targ *a)
 {
-	struct targ *a = arg;
 	struct any_ctx *c = a->ctx;
 	if (a->id == 0) {
 		/* Feeder: posts units in bursts while holding m, so that the
@@ -974,35 +892,27 @@ static void *any_thread(void *arg)
 			sched_yield();
 		}
 		CHECK(ursa_event_set(&c->stop) == 0, "set stop");
-		return NULL;
+		return;
 	}
 	/* Index order is preference order: stop first, so that the consumers
 	 * leave once it is set (a free mutex would otherwise always win). */
 	ursa_waitable_t v[3] = {
 		{URSA_WAIT_EVENT, &c->stop}, {URSA_WAIT_SEM, &c->s}, {URSA_WAIT_MUTEX, &c->m}};
 	uint32_t seed = 0x1111u * (uint32_t)a->id;
-	struct io_uring r;
-	bool ring = c->ring && a->id == 1;
-	if (ring)
-		CHECK(io_uring_queue_init(8, &r, 0) == 0, "io_uring_queue_init");
+	struct io_uring *r = a->r; /* consumer 1, when it waits in a ring */
 	for (;;) {
 		int idx;
-		if (ring) {
+		if (r) {
 			/* The same wait in a ring (IORING_OP_FUTEX_WAITV): res is
 			 * the index taken; a cancelled or timed-out op took
 			 * nothing. */
 			struct ursa_op op;
-			memset(&op, 0, sizeof(op));
-			uint32_t k = rnd(&seed) % 8;
-			if (k == 0) {
-				struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
-				CHECK(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts) == 0, "dl");
-			}
-			idx = ring_finish(&r, &op, ursa_wait_any_async(&r, v, 3, &op), k == 1);
+			uint32_t k = op_prepare(&op, &seed, 8, 40, 0);
+			idx = ring_finish(r, &op, ursa_wait_any_async(r, v, 3, &op), k == 1);
 			if ((k == 0 && idx == -ETIMEDOUT) || (k == 1 && idx == -ECANCELED))
 				continue;
-		} else if (rnd(&seed) % 4 == 0) {
-			struct timespec ts = after_us(CLOCK_MONOTONIC, 40);
+		} else if (t_rnd(&seed) % 4 == 0) {
+			struct timespec ts = t_after_us(CLOCK_MONOTONIC, 40);
 			idx = ursa_wait_any(v, 3, CLOCK_MONOTONIC, &ts);
 			if (idx == -ETIMEDOUT)
 				continue;
@@ -1011,9 +921,7 @@ static void *any_thread(void *arg)
 		}
 		CHECK(idx >= 0 && idx < 3, "wait_any: %d", idx);
 		if (idx == 2) {
-			CHECK(atomic_fetch_add(&c->inside, 1) == 0, "wait_any took a held mutex");
-			c->counter++;
-			atomic_fetch_sub(&c->inside, 1);
+			alone(&c->inside, &c->counter, "wait_any took a held mutex");
 			CHECK(ursa_mutex_unlock(&c->m) == 0, "unlock after wait_any");
 			sched_yield();
 		} else if (idx == 1) {
@@ -1022,11 +930,6 @@ static void *any_thread(void *arg)
 			break;
 		}
 	}
-	if (ring) {
-		ring_drain(&r);
-		io_uring_queue_exit(&r);
-	}
-	return NULL;
 }
 
 static void test_wait_any(unsigned flags, bool ring)
@@ -1037,7 +940,6 @@ static void test_wait_any(unsigned flags, bool ring)
 	}
 	static struct any_ctx c;
 	memset(&c, 0, sizeof(c));
-	c.ring = ring;
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
 	CHECK(ursa_sem_init(&c.s, 0, flags) == 0, "init");
 	CHECK(ursa_event_init(&c.stop, flags) == 0, "init");
@@ -1049,7 +951,7 @@ static void test_wait_any(unsigned flags, bool ring)
 	}
 	CHECK(r == -ETIMEDOUT, "wait_any with a past deadline on an empty sem: %d", r);
 	c.posts = ITERS(6000);
-	run_threads(4, any_thread, &c);
+	run_threads(4, any_thread, ring ? 1 : -1, any_thread, &c);
 	long left = 0;
 	while (ursa_sem_trywait(&c.s) == 0)
 		left++;

@@ -49,6 +49,8 @@
 #include <unistd.h>
 #include <ursa.h>
 
+#include "tests/integration/common.h"
+
 #define SEM_UNITS 3
 #define COND_TOKENS 2
 #define MAX_SLOTS 64
@@ -88,33 +90,14 @@ static bool use_ring = true, quiet;
 static int nprocs = 2, nthreads = 3;
 
 #define Q ((ursa_waitq_t *)S->q)
+/* Deadlines are on CLOCK_MONOTONIC. */
+#define after_us(us) t_after_us(CLOCK_MONOTONIC, us)
 
 static void violation(const char *what, long a, long b)
 {
 	long n = atomic_fetch_add(&S->violations, 1);
 	if (n < 10)
 		fprintf(stderr, "stress: VIOLATION %s (%ld, %ld)\n", what, a, b);
-}
-
-static uint32_t rnd(uint32_t *s)
-{
-	uint32_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return *s = x ? x : 0x2545f491u;
-}
-
-static struct timespec after_us(long us)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_nsec += us * 1000;
-	while (ts.tv_nsec >= 1000000000L) {
-		ts.tv_nsec -= 1000000000L;
-		ts.tv_sec++;
-	}
-	return ts;
 }
 
 static void check(int r, const char *what)
@@ -131,7 +114,7 @@ static void mutex_cs(uint32_t *seed)
 	if (in != 0)
 		violation("mutex: two holders", in, 0);
 	S->m_count++;
-	if (rnd(seed) % 16 == 0)
+	if (t_rnd(seed) % 16 == 0)
 		sched_yield();
 	atomic_fetch_sub(&S->m_inside, 1);
 }
@@ -143,7 +126,7 @@ static void rw_cs(bool wr, uint32_t *seed)
 		if (w != 0 || r != 0)
 			violation("rwlock: writer not alone", w, r);
 		S->a++;
-		if (rnd(seed) % 16 == 0)
+		if (t_rnd(seed) % 16 == 0)
 			sched_yield();
 		S->b++;
 		atomic_fetch_sub(&S->wr_inside, 1);
@@ -178,7 +161,7 @@ static void event_cs(uint32_t *seed)
 	int in = atomic_fetch_add(&S->e_inside, 1);
 	if (in != 0)
 		violation("event: auto-reset released two", in, 0);
-	if (rnd(seed) % 16 == 0)
+	if (t_rnd(seed) % 16 == 0)
 		sched_yield();
 	atomic_fetch_sub(&S->e_inside, 1);
 	check(ursa_event_set(&S->e), "event set");
@@ -204,62 +187,76 @@ static void flush_some(void)
 
 /* ---- blocking operations ----------------------------------------------- */
 
-static void op_mutex(uint32_t *seed)
+/* A wait on obj through wait(obj, deadline or NULL): timed, with a
+ * deadline 20-120 us away (an expiry is counted and took nothing: false),
+ * or not. Any other error is a violation. */
+static bool take(uint32_t *seed, bool timed, int (*wait)(void *, const struct timespec *),
+		 void *obj, const char *what)
 {
-	uint32_t k = rnd(seed) % 8;
 	int r;
-	if (k == 0) {
-		while ((r = ursa_mutex_trylock(&S->m)) == -EBUSY)
-			sched_yield();
-	} else if (k == 1) {
-		struct timespec ts = after_us(20 + rnd(seed) % 100);
-		r = ursa_mutex_timedlock(&S->m, CLOCK_MONOTONIC, &ts);
+	if (timed) {
+		struct timespec ts = after_us(20 + t_rnd(seed) % 100);
+		r = wait(obj, &ts);
 		if (r == -ETIMEDOUT) {
 			atomic_fetch_add(&S->timeouts, 1);
-			return;
+			return false;
 		}
 	} else {
-		r = ursa_mutex_lock(&S->m);
+		r = wait(obj, NULL);
 	}
-	check(r, "mutex lock");
+	check(r, what);
+	return true;
+}
+
+static int mutex_wait(void *o, const struct timespec *ts)
+{
+	return ts ? ursa_mutex_timedlock(o, CLOCK_MONOTONIC, ts) : ursa_mutex_lock(o);
+}
+static int rd_wait(void *o, const struct timespec *ts)
+{
+	return ts ? ursa_rwlock_timedrdlock(o, CLOCK_MONOTONIC, ts) : ursa_rwlock_rdlock(o);
+}
+static int wr_wait(void *o, const struct timespec *ts)
+{
+	return ts ? ursa_rwlock_timedwrlock(o, CLOCK_MONOTONIC, ts) : ursa_rwlock_wrlock(o);
+}
+static int sem_take(void *o, const struct timespec *ts)
+{
+	return ts ? ursa_sem_timedwait(o, CLOCK_MONOTONIC, ts) : ursa_sem_wait(o);
+}
+static int event_wait(void *o, const struct timespec *ts)
+{
+	return ts ? ursa_event_timedwait(o, CLOCK_MONOTONIC, ts) : ursa_event_wait(o);
+}
+
+static void op_mutex(uint32_t *seed)
+{
+	uint32_t k = t_rnd(seed) % 8;
+	if (k == 0) {
+		int r;
+		while ((r = ursa_mutex_trylock(&S->m)) == -EBUSY)
+			sched_yield();
+		check(r, "mutex lock");
+	} else if (!take(seed, k == 1, mutex_wait, &S->m, "mutex lock")) {
+		return;
+	}
 	mutex_cs(seed);
 	check(ursa_mutex_unlock(&S->m), "mutex unlock");
 }
 
 static void op_rwlock(uint32_t *seed)
 {
-	bool wr = rnd(seed) % 4 == 0;
-	int r;
-	if (rnd(seed) % 8 == 0) {
-		struct timespec ts = after_us(20 + rnd(seed) % 100);
-		r = wr ? ursa_rwlock_timedwrlock(&S->l, CLOCK_MONOTONIC, &ts)
-		       : ursa_rwlock_timedrdlock(&S->l, CLOCK_MONOTONIC, &ts);
-		if (r == -ETIMEDOUT) {
-			atomic_fetch_add(&S->timeouts, 1);
-			return;
-		}
-	} else {
-		r = wr ? ursa_rwlock_wrlock(&S->l) : ursa_rwlock_rdlock(&S->l);
-	}
-	check(r, "rwlock lock");
+	bool wr = t_rnd(seed) % 4 == 0;
+	if (!take(seed, t_rnd(seed) % 8 == 0, wr ? wr_wait : rd_wait, &S->l, "rwlock lock"))
+		return;
 	rw_cs(wr, seed);
 	check(wr ? ursa_rwlock_wrunlock(&S->l) : ursa_rwlock_rdunlock(&S->l), "rwlock unlock");
 }
 
 static void op_sem(uint32_t *seed)
 {
-	int r;
-	if (rnd(seed) % 8 == 0) {
-		struct timespec ts = after_us(20 + rnd(seed) % 100);
-		r = ursa_sem_timedwait(&S->s, CLOCK_MONOTONIC, &ts);
-		if (r == -ETIMEDOUT) {
-			atomic_fetch_add(&S->timeouts, 1);
-			return;
-		}
-	} else {
-		r = ursa_sem_wait(&S->s);
-	}
-	check(r, "sem wait");
+	if (!take(seed, t_rnd(seed) % 8 == 0, sem_take, &S->s, "sem wait"))
+		return;
 	sem_cs();
 	check(ursa_sem_post(&S->s), "sem post");
 }
@@ -269,8 +266,8 @@ static void op_cond(uint32_t *seed)
 	check(ursa_mutex_lock(&S->cm), "cond: lock");
 	while (S->tokens == 0) {
 		int r;
-		if (rnd(seed) % 4 == 0) {
-			struct timespec ts = after_us(50 + rnd(seed) % 200);
+		if (t_rnd(seed) % 4 == 0) {
+			struct timespec ts = after_us(50 + t_rnd(seed) % 200);
 			r = ursa_cond_timedwait(&S->cv, &S->cm, CLOCK_MONOTONIC, &ts);
 			if (r == -ETIMEDOUT) {
 				atomic_fetch_add(&S->timeouts, 1);
@@ -289,28 +286,17 @@ static void op_cond(uint32_t *seed)
 
 static void op_event(uint32_t *seed)
 {
-	int r;
-	if (rnd(seed) % 8 == 0) {
-		struct timespec ts = after_us(20 + rnd(seed) % 100);
-		r = ursa_event_timedwait(&S->e, CLOCK_MONOTONIC, &ts);
-		if (r == -ETIMEDOUT) {
-			atomic_fetch_add(&S->timeouts, 1);
-			return;
-		}
-	} else {
-		r = ursa_event_wait(&S->e);
-	}
-	check(r, "event wait");
-	event_cs(seed);
+	if (take(seed, t_rnd(seed) % 8 == 0, event_wait, &S->e, "event wait"))
+		event_cs(seed);
 }
 
 static void op_waitq(uint32_t slot, uint32_t *seed)
 {
-	if (rnd(seed) % 3 == 0) {
+	if (t_rnd(seed) % 3 == 0) {
 		flush_some();
 		return;
 	}
-	long target = atomic_load(&S->flushed) + 1 + rnd(seed) % 2;
+	long target = atomic_load(&S->flushed) + 1 + t_rnd(seed) % 2;
 	int r = ursa_waitq_prepare(Q, slot, (uint64_t)target);
 	if (r != 0) {
 		violation("waitq: prepare", r, slot);
@@ -338,7 +324,7 @@ static void op_waitq(uint32_t slot, uint32_t *seed)
 
 static void one_op(uint32_t slot, uint32_t *seed)
 {
-	uint32_t k = rnd(seed) % 100;
+	uint32_t k = t_rnd(seed) % 100;
 	if (k < 30)
 		op_mutex(seed);
 	else if (k < 55)
@@ -401,9 +387,9 @@ static int ring_op(struct io_uring *r, uint32_t *seed, int (*start)(struct io_ur
 {
 	struct ursa_op op;
 	memset(&op, 0, sizeof(op));
-	uint32_t k = rnd(seed) % 8;
+	uint32_t k = t_rnd(seed) % 8;
 	if (k == 0) {
-		struct timespec ts = after_us(20 + rnd(seed) % 200);
+		struct timespec ts = after_us(20 + t_rnd(seed) % 200);
 		ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts);
 	}
 	int res = ring_finish(r, &op, start(r, obj, &op), k == 1);
@@ -440,14 +426,14 @@ static int st_event(struct io_uring *r, void *o, struct ursa_op *op)
 
 static void ring_one_op(struct io_uring *r, uint32_t slot, uint32_t *seed)
 {
-	uint32_t k = rnd(seed) % 100;
+	uint32_t k = t_rnd(seed) % 100;
 	if (k < 30) {
 		if (ring_op(r, seed, st_mutex, &S->m) == 0) {
 			mutex_cs(seed);
 			check(ursa_mutex_unlock(&S->m), "mutex unlock");
 		}
 	} else if (k < 55) {
-		bool wr = rnd(seed) % 4 == 0;
+		bool wr = t_rnd(seed) % 4 == 0;
 		if (ring_op(r, seed, wr ? st_wr : st_rd, &S->l) == 0) {
 			rw_cs(wr, seed);
 			check(wr ? ursa_rwlock_wrunlock(&S->l) : ursa_rwlock_rdunlock(&S->l),
@@ -467,7 +453,7 @@ static void ring_one_op(struct io_uring *r, uint32_t slot, uint32_t *seed)
 			struct ursa_op op;
 			memset(&op, 0, sizeof(op));
 			int res = ring_finish(r, &op, ursa_cond_wait_async(r, &S->cv, &S->cm, &op),
-					      rnd(seed) % 8 == 0);
+					      t_rnd(seed) % 8 == 0);
 			atomic_fetch_add(&S->ring_ops, 1);
 			if (res != 0 && res != -ECANCELED)
 				violation("ring: cond_wait_async", res, 0);
@@ -509,7 +495,7 @@ static void *worker(void *arg)
 			one_op(w->slot, &seed);
 		/* Every worker flushes now and then, so that waitq waiters are
 		 * not left waiting for the few that happen to pick waitq ops. */
-		if (rnd(&seed) % 8 == 0)
+		if (t_rnd(&seed) % 8 == 0)
 			flush_some();
 		atomic_fetch_add_explicit(&S->ops, 1, memory_order_relaxed);
 	}

@@ -1,30 +1,14 @@
 # Unit suites: one program per primitive, tests/unit/NAME.c.
-UNIT_TESTS = \
-	tests/unit/align \
-	tests/unit/async \
-	tests/unit/async_cqe \
-	tests/unit/cond \
-	tests/unit/deadline \
-	tests/unit/event \
-	tests/unit/latch \
-	tests/unit/mutex \
-	tests/unit/probe \
-	tests/unit/rwlock \
-	tests/unit/sem \
-	tests/unit/wait_any \
-	tests/unit/waitq
-check_PROGRAMS += $(UNIT_TESTS)
-TESTS += $(UNIT_TESTS)
+# (Built and run by make check: SUITES, tests/local.mk.)
+UNIT_TESTS = tests/unit/align tests/unit/async tests/unit/async_cqe tests/unit/cond \
+	tests/unit/deadline tests/unit/event tests/unit/latch tests/unit/mutex \
+	tests/unit/probe tests/unit/rwlock tests/unit/sem tests/unit/wait_any tests/unit/waitq
 
 if ENABLE_SHIM
 # The pthread shim's suites: linked to the shim first, so its pthread_*
 # come before libc's.
-SHIM_UNIT_TESTS = \
-	tests/unit/shim_cond \
-	tests/unit/shim_contended \
-	tests/unit/shim_mutex \
-	tests/unit/shim_rwlock \
-	tests/unit/shim_sem
+SHIM_UNIT_TESTS = tests/unit/shim_cond tests/unit/shim_contended tests/unit/shim_mutex \
+	tests/unit/shim_rwlock tests/unit/shim_sem
 check_PROGRAMS += $(SHIM_UNIT_TESTS)
 TESTS += $(SHIM_UNIT_TESTS)
 SHIM_TEST_LDADD = lib/shim/libursa-pthread.la $(LDADD)
