@@ -16,26 +16,27 @@ TestSuite(async_prims, .timeout = 60);
 
 static void ring_init(struct io_uring *r)
 {
-	cr_assert_eq(io_uring_queue_init(32, r, 0), 0);
+	t_ring(r, 32, 0);
 }
 
-/* Submit and reap until an ursa op finishes (10 s at most). */
+/* Submit and reap until an ursa op finishes (10 s at most); every CQE on
+ * these rings is ursa's. */
 static struct ursa_op *reap(struct io_uring *r)
 {
-	uint64_t end = t_now_ns() + 10ull * 1000000000ull;
-	while (t_now_ns() < end) {
-		io_uring_submit(r);
-		struct io_uring_cqe *cqe;
-		struct __kernel_timespec ts = {0, 20 * 1000000};
-		if (io_uring_wait_cqe_timeout(r, &cqe, &ts) != 0)
-			continue;
-		struct ursa_op *done = NULL;
-		cr_assert_eq(ursa_handle_cqe(r, cqe, &done), 1, "stray application CQE");
-		io_uring_cqe_seen(r, cqe);
-		if (done)
-			return done;
-	}
-	return NULL;
+	int app = 0;
+	struct ursa_op *done = t_reap(r, &app, 10000);
+	cr_assert_eq(app, 0, "stray application CQE");
+	return done;
+}
+
+/* A test's ring, after the kernel check, and n threads fn(arg) beside
+ * it. */
+static void ring_and_threads(struct io_uring *r, pthread_t *t, int n, void *(*fn)(void *),
+			     void *arg)
+{
+	t_require_uring_futex(false);
+	ring_init(r);
+	t_spawn(t, n, fn, arg, 0);
 }
 
 /* Start an op and wait for it to finish, whichever way. Returns op->res. */
@@ -76,7 +77,7 @@ static void rw_check_read(struct rwx *x)
 
 static void *rw_thread(void *arg)
 {
-	struct rwx *x = *(struct rwx **)arg;
+	struct rwx *x = arg;
 	for (int i = 0; i < RW_ROUNDS; i++) {
 		if (i % 4 == 0) {
 			cr_assert_eq(ursa_rwlock_wrlock(&x->l), 0);
@@ -93,14 +94,11 @@ static void *rw_thread(void *arg)
 
 Test(async_prims, rwlock_ring_and_threads)
 {
-	t_require_uring_futex(false);
 	static struct rwx x;
 	memset(&x, 0, sizeof(x));
-	struct rwx *px[2] = {&x, &x};
-	pthread_t t[2];
-	t_spawn(t, 2, rw_thread, px, sizeof(px[0]));
 	struct io_uring r;
-	ring_init(&r);
+	pthread_t t[2];
+	ring_and_threads(&r, t, 2, rw_thread, &x);
 	long ring_writes = 0;
 	for (int i = 0; i < RW_ROUNDS; i++) {
 		struct ursa_op op = URSA_OP_INIT;
@@ -134,7 +132,7 @@ struct semx {
 
 static void *sem_producer(void *arg)
 {
-	struct semx *x = *(struct semx **)arg;
+	struct semx *x = arg;
 	for (int i = 0; i < SEM_ITEMS; i++)
 		cr_assert_eq(ursa_sem_post(&x->s), 0);
 	return NULL;
@@ -142,7 +140,7 @@ static void *sem_producer(void *arg)
 
 static void *sem_consumer(void *arg)
 {
-	struct semx *x = *(struct semx **)arg;
+	struct semx *x = arg;
 	for (;;) {
 		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 5);
 		int rc = ursa_sem_timedwait(&x->s, CLOCK_MONOTONIC, &dl);
@@ -157,15 +155,12 @@ static void *sem_consumer(void *arg)
 
 Test(async_prims, sem_ring_and_thread_consumers_conserve_count)
 {
-	t_require_uring_futex(false);
 	static struct semx x;
 	memset(&x, 0, sizeof(x));
-	struct semx *px[2] = {&x, &x};
-	pthread_t t[2];
-	t_spawn(&t[0], 1, sem_producer, px, sizeof(px[0]));
-	t_spawn(&t[1], 1, sem_consumer, px, sizeof(px[0]));
 	struct io_uring r;
-	ring_init(&r);
+	pthread_t t[2];
+	ring_and_threads(&r, &t[0], 1, sem_producer, &x);
+	t_spawn(&t[1], 1, sem_consumer, &x, 0);
 	long ring_taken = 0;
 	while (ring_taken + atomic_load(&x.consumed) < SEM_ITEMS) {
 		struct ursa_op op = URSA_OP_INIT;
@@ -195,7 +190,7 @@ struct evx {
 
 static void *auto_setter(void *arg)
 {
-	struct evx *x = *(struct evx **)arg;
+	struct evx *x = arg;
 	for (int i = 0; i < x->sets; i++) {
 		while (atomic_load(&x->consumed) != i)
 			sched_yield();
@@ -206,16 +201,12 @@ static void *auto_setter(void *arg)
 
 Test(async_prims, auto_event_each_set_releases_one_ring_wait)
 {
-	t_require_uring_futex(false);
 	static struct evx x;
-	memset(&x, 0, sizeof(x));
+	x = (struct evx){.sets = 2000};
 	cr_assert_eq(ursa_event_init(&x.e, URSA_EVENT_AUTO_RESET), 0);
-	x.sets = 2000;
-	struct evx *px = &x;
-	pthread_t t;
-	t_spawn(&t, 1, auto_setter, &px, sizeof(px));
 	struct io_uring r;
-	ring_init(&r);
+	pthread_t t;
+	ring_and_threads(&r, &t, 1, auto_setter, &x);
 	for (int i = 0; i < x.sets; i++) {
 		struct ursa_op op = URSA_OP_INIT;
 		cr_assert_eq(RUN_OP(&r, &op, ursa_event_wait_async(&r, &x.e, &op)), 0);
@@ -274,7 +265,7 @@ struct condx {
 
 static void *cond_thread(void *arg)
 {
-	struct condx *x = *(struct condx **)arg;
+	struct condx *x = arg;
 	cr_assert_eq(ursa_mutex_lock(&x->m), 0);
 	for (int i = 0; i < x->rounds; i++) {
 		while (x->turn != 1)
@@ -288,15 +279,11 @@ static void *cond_thread(void *arg)
 
 Test(async_prims, cond_ring_and_thread_pingpong)
 {
-	t_require_uring_futex(false);
 	static struct condx x;
-	memset(&x, 0, sizeof(x));
-	x.rounds = 2000;
-	struct condx *px = &x;
-	pthread_t t;
-	t_spawn(&t, 1, cond_thread, &px, sizeof(px));
+	x = (struct condx){.rounds = 2000};
 	struct io_uring r;
-	ring_init(&r);
+	pthread_t t;
+	ring_and_threads(&r, &t, 1, cond_thread, &x);
 	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(RUN_OP(&r, &op, ursa_mutex_lock_async(&r, &x.m, &op)), 0);
 	for (int i = 0; i < x.rounds; i++) {
