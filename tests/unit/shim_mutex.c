@@ -7,45 +7,31 @@
 
 TestSuite(shim_mutex, .timeout = 60, .init = shim_t_require);
 
-static void init_kind(pthread_mutex_t *m, int type, int pshared)
+/* robust: PTHREAD_MUTEX_STALLED (ursa's kinds) or PTHREAD_MUTEX_ROBUST. */
+static void init_attrs(pthread_mutex_t *m, int type, int pshared, int robust)
 {
 	pthread_mutexattr_t a;
 	cr_assert_eq(pthread_mutexattr_init(&a), 0);
 	cr_assert_eq(pthread_mutexattr_settype(&a, type), 0);
 	cr_assert_eq(pthread_mutexattr_setpshared(&a, pshared), 0);
+	cr_assert_eq(pthread_mutexattr_setrobust(&a, robust), 0);
 	cr_assert_eq(pthread_mutex_init(m, &a), 0);
 	pthread_mutexattr_destroy(&a);
 }
 
-struct other {
-	pthread_mutex_t *m;
-	int (*op)(pthread_mutex_t *);
-	int ret;
-};
-
-static void *other_fn(void *p)
+static void init_kind(pthread_mutex_t *m, int type, int pshared)
 {
-	struct other *o = p;
-	o->ret = o->op(o->m);
-	return NULL;
+	init_attrs(m, type, pshared, PTHREAD_MUTEX_STALLED);
 }
 
-/* op(m) run by another thread; its return value. */
-static int in_other_thread(pthread_mutex_t *m, int (*op)(pthread_mutex_t *))
-{
-	struct other o = {m, op, -1};
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, other_fn, &o), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
-	return o.ret;
-}
+SHIM_T_IN_OTHER_THREAD(pthread_mutex_t)
 
 Test(shim_mutex, every_function_is_the_shims)
 {
-	void *fns[] = {(void *)pthread_mutex_init,	 (void *)pthread_mutex_destroy,
-		       (void *)pthread_mutex_lock,	 (void *)pthread_mutex_trylock,
-		       (void *)pthread_mutex_timedlock,	 (void *)pthread_mutex_clocklock,
-		       (void *)pthread_mutex_unlock,	 (void *)pthread_mutex_consistent};
+	void *fns[] = {(void *)pthread_mutex_init,	(void *)pthread_mutex_destroy,
+		       (void *)pthread_mutex_lock,	(void *)pthread_mutex_trylock,
+		       (void *)pthread_mutex_timedlock, (void *)pthread_mutex_clocklock,
+		       (void *)pthread_mutex_unlock,	(void *)pthread_mutex_consistent};
 	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
 }
 
@@ -94,10 +80,9 @@ Test(shim_mutex, static_initializers)
 	cr_assert_eq(in_other_thread(&a, pthread_mutex_trylock), EBUSY);
 	cr_assert_eq(pthread_mutex_unlock(&a), 0);
 
-	cr_assert_eq(pthread_mutex_destroy(&n), 0);
-	cr_assert_eq(pthread_mutex_destroy(&r), 0);
-	cr_assert_eq(pthread_mutex_destroy(&e), 0);
-	cr_assert_eq(pthread_mutex_destroy(&a), 0);
+	pthread_mutex_t *all[] = {&n, &r, &e, &a};
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_mutex_destroy(all[i]), 0, "initializer %d", i);
 }
 
 Test(shim_mutex, recursive_counts)
@@ -149,23 +134,12 @@ Test(shim_mutex, bad_attributes)
 	cr_assert_eq(pthread_mutex_unlock(&m), 0);
 }
 
-struct timed {
-	pthread_mutex_t *m;
-	clockid_t clk;
-	long ms;
-	int ret;
-	int err_after;
-};
-
-static void *timed_fn(void *p)
+/* For struct shim_t_timed: timedlock on CLOCK_REALTIME, clocklock on the others. */
+static int timed_lock(void *m, int how, clockid_t clk, const struct timespec *dl)
 {
-	struct timed *t = p;
-	struct timespec ts = t_deadline(t->clk, t->ms);
-	errno = 4242;
-	t->ret = t->clk == CLOCK_REALTIME ? pthread_mutex_timedlock(t->m, &ts)
-					  : pthread_mutex_clocklock(t->m, t->clk, &ts);
-	t->err_after = errno;
-	return NULL;
+	(void)how;
+	return clk == CLOCK_REALTIME ? pthread_mutex_timedlock(m, dl)
+				     : pthread_mutex_clocklock(m, clk, dl);
 }
 
 static void check_times_out(int type)
@@ -176,12 +150,10 @@ static void check_times_out(int type)
 	cr_assert_eq(pthread_mutex_lock(&m), 0);
 	for (int i = 0; i < 2; i++) {
 		for (long ms = -5; ms <= 20; ms += 25) {
-			struct timed t = {&m, clocks[i], ms, -1, 0};
-			pthread_t th;
-			cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
-			cr_assert_eq(pthread_join(th, NULL), 0);
-			cr_assert_eq(t.ret, ETIMEDOUT, "type %d clock %d ms %ld: %d", type,
-				     (int)clocks[i], ms, t.ret);
+			struct shim_t_timed t = {
+			    .call = timed_lock, .obj = &m, .clk = clocks[i], .ms = ms};
+			cr_assert_eq(shim_t_timed_run(&t), ETIMEDOUT, "type %d clock %d ms %ld: %d",
+				     type, (int)clocks[i], ms, t.ret);
 			cr_assert_eq(t.err_after, 4242, "errno changed to %d", t.err_after);
 		}
 	}
@@ -204,10 +176,11 @@ Test(shim_mutex, timed_variants_time_out)
 Test(shim_mutex, timedlock_gets_a_released_lock)
 {
 	pthread_mutex_t m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
-	struct timed t = {&m, CLOCK_MONOTONIC, 20000, -1, 0};
+	struct shim_t_timed t = {
+	    .call = timed_lock, .obj = &m, .clk = CLOCK_MONOTONIC, .ms = 20000};
 	pthread_t th;
 	cr_assert_eq(pthread_mutex_lock(&m), 0);
-	cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
+	shim_t_timed_start(&t, &th);
 	cr_assert_eq(pthread_mutex_unlock(&m), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
 	cr_assert_eq(t.ret, 0);
@@ -218,7 +191,7 @@ Test(shim_mutex, timedlock_gets_a_released_lock)
 /* ------------------------------------------------------------ exclusion */
 
 #define THREADS 4
-#define ITERS 20000
+#define ITERS	20000
 
 struct excl {
 	pthread_mutex_t m;
@@ -367,12 +340,7 @@ Test(shim_mutex, errorcheck_across_fork)
 
 static void init_robust(pthread_mutex_t *m, int pshared)
 {
-	pthread_mutexattr_t a;
-	cr_assert_eq(pthread_mutexattr_init(&a), 0);
-	cr_assert_eq(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST), 0);
-	cr_assert_eq(pthread_mutexattr_setpshared(&a, pshared), 0);
-	cr_assert_eq(pthread_mutex_init(m, &a), 0);
-	pthread_mutexattr_destroy(&a);
+	init_attrs(m, PTHREAD_MUTEX_DEFAULT, pshared, PTHREAD_MUTEX_ROBUST);
 }
 
 static bool die_holding(void *arg)

@@ -20,37 +20,17 @@ static const int kinds[] = {PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREF
 Test(shim_rwlock, every_function_is_the_shims)
 {
 	void *fns[] = {
-		(void *)pthread_rwlock_init,	     (void *)pthread_rwlock_destroy,
-		(void *)pthread_rwlock_rdlock,	     (void *)pthread_rwlock_tryrdlock,
-		(void *)pthread_rwlock_timedrdlock,  (void *)pthread_rwlock_clockrdlock,
-		(void *)pthread_rwlock_wrlock,	     (void *)pthread_rwlock_trywrlock,
-		(void *)pthread_rwlock_timedwrlock,  (void *)pthread_rwlock_clockwrlock,
-		(void *)pthread_rwlock_unlock,
+	    (void *)pthread_rwlock_init,	(void *)pthread_rwlock_destroy,
+	    (void *)pthread_rwlock_rdlock,	(void *)pthread_rwlock_tryrdlock,
+	    (void *)pthread_rwlock_timedrdlock, (void *)pthread_rwlock_clockrdlock,
+	    (void *)pthread_rwlock_wrlock,	(void *)pthread_rwlock_trywrlock,
+	    (void *)pthread_rwlock_timedwrlock, (void *)pthread_rwlock_clockwrlock,
+	    (void *)pthread_rwlock_unlock,
 	};
 	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
 }
 
-struct other {
-	pthread_rwlock_t *l;
-	int (*op)(pthread_rwlock_t *);
-	int ret;
-};
-
-static void *other_fn(void *p)
-{
-	struct other *o = p;
-	o->ret = o->op(o->l);
-	return NULL;
-}
-
-static int in_other_thread(pthread_rwlock_t *l, int (*op)(pthread_rwlock_t *))
-{
-	struct other o = {l, op, -1};
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, other_fn, &o), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
-	return o.ret;
-}
+SHIM_T_IN_OTHER_THREAD(pthread_rwlock_t)
 
 static void check_basics(pthread_rwlock_t *l)
 {
@@ -116,40 +96,39 @@ Test(shim_rwlock, bad_arguments)
 
 /* ------------------------------------------------------------ timeouts */
 
-struct timed {
-	pthread_rwlock_t *l;
-	bool write;
-	clockid_t clk;
-	long ms;
-	bool clocked;
-	int ret, err_after;
-};
+/* How a struct shim_t_timed takes the lock: read or write; the timed
+ * or the clock variant, or (BLOCKING) no deadline at all. A lock it got it
+ * drops again. */
+#define RW_WRITE    1
+#define RW_CLOCKED  2
+#define RW_BLOCKING 4
 
-static void *timed_fn(void *p)
+static int rw_call(void *l, int how, clockid_t clk, const struct timespec *dl)
 {
-	struct timed *t = p;
-	struct timespec ts = t_deadline(t->clk, t->ms);
-	errno = 4242;
-	if (t->clocked)
-		t->ret = t->write ? pthread_rwlock_clockwrlock(t->l, t->clk, &ts)
-				  : pthread_rwlock_clockrdlock(t->l, t->clk, &ts);
+	bool write = how & RW_WRITE;
+	int r;
+	if (how & RW_BLOCKING)
+		r = write ? pthread_rwlock_wrlock(l) : pthread_rwlock_rdlock(l);
+	else if (how & RW_CLOCKED)
+		r = write ? pthread_rwlock_clockwrlock(l, clk, dl)
+			  : pthread_rwlock_clockrdlock(l, clk, dl);
 	else
-		t->ret = t->write ? pthread_rwlock_timedwrlock(t->l, &ts)
-				  : pthread_rwlock_timedrdlock(t->l, &ts);
-	t->err_after = errno;
-	if (t->ret == 0)
-		pthread_rwlock_unlock(t->l);
-	return NULL;
+		r = write ? pthread_rwlock_timedwrlock(l, dl) : pthread_rwlock_timedrdlock(l, dl);
+	if (r == 0)
+		pthread_rwlock_unlock(l);
+	return r;
 }
 
 static int timed_in_thread(pthread_rwlock_t *l, bool write, clockid_t clk, long ms, bool clocked)
 {
-	struct timed t = {l, write, clk, ms, clocked, -1, 0};
-	pthread_t th;
-	cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
-	cr_assert_eq(pthread_join(th, NULL), 0);
+	struct shim_t_timed t = {.call = rw_call,
+				 .obj = l,
+				 .how = (write ? RW_WRITE : 0) | (clocked ? RW_CLOCKED : 0),
+				 .clk = clk,
+				 .ms = ms};
+	int r = shim_t_timed_run(&t);
 	cr_assert_eq(t.err_after, 4242, "errno changed");
-	return t.ret;
+	return r;
 }
 
 Test(shim_rwlock, timed_variants)
@@ -167,9 +146,8 @@ Test(shim_rwlock, timed_variants)
 				/* With only readers in, readers enter (the writer-
 				 * preferring kind: see the next test). */
 				if (kinds[k] != PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
-					cr_assert_eq(timed_in_thread(&l, false, clocks[c], ms,
-								     clocked),
-						     0);
+					cr_assert_eq(
+					    timed_in_thread(&l, false, clocks[c], ms, clocked), 0);
 				cr_assert_eq(pthread_rwlock_unlock(&l), 0);
 				cr_assert_eq(pthread_rwlock_wrlock(&l), 0);
 				cr_assert_eq(timed_in_thread(&l, false, clocks[c], ms, clocked),
@@ -200,66 +178,63 @@ Test(shim_rwlock, timed_out_writer_stops_blocking_readers)
 
 /* ------------------------------------------- reader vs writer preference */
 
-struct pref {
-	pthread_rwlock_t l;
-	atomic_int started;
-	int ret;
-};
-
-static void *writer_fn(void *p)
+/* Read-lock l, then start a writer on it (blocking wrlock, then unlock):
+ * returns once the writer is about to call wrlock. */
+static void start_writer(pthread_rwlock_t *l, struct shim_t_timed *w, pthread_t *t)
 {
-	struct pref *x = p;
-	atomic_store(&x->started, 1);
-	x->ret = pthread_rwlock_wrlock(&x->l);
-	pthread_rwlock_unlock(&x->l);
-	return NULL;
+	*w = (struct shim_t_timed){.call = rw_call, .obj = l, .how = RW_WRITE | RW_BLOCKING};
+	cr_assert_eq(pthread_rwlock_rdlock(l), 0);
+	shim_t_timed_start(w, t);
+	shim_t_await(&w->started);
+}
+
+/* The writer got the lock once the readers left; l is free again. */
+static void join_writer(pthread_rwlock_t *l, struct shim_t_timed *w, pthread_t t)
+{
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(w->ret, 0);
+	cr_assert_eq(pthread_rwlock_destroy(l), 0);
 }
 
 /* The default kind: with a writer waiting, a thread that holds a read lock
  * takes another (POSIX: recursive read locks work), and so does any reader. */
 Test(shim_rwlock, default_kind_reads_recursively_past_a_waiting_writer)
 {
-	struct pref x = {.l = PTHREAD_RWLOCK_INITIALIZER, .ret = -1};
+	pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+	struct shim_t_timed w;
 	pthread_t t;
-	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
-	cr_assert_eq(pthread_create(&t, NULL, writer_fn, &x), 0);
-	shim_t_await(&x.started);
+	start_writer(&l, &w, &t);
 	/* Wait until the writer has announced itself (the shim's WAITERS bit,
 	 * lib/shim/rwlock.c), so the reads below really race a waiting writer. */
-	while (!(__atomic_load_n((uint32_t *)(void *)&x.l, __ATOMIC_ACQUIRE) & 0x40000000u))
+	while (!(__atomic_load_n((uint32_t *)(void *)&l, __ATOMIC_ACQUIRE) & 0x40000000u))
 		sched_yield();
-	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
-	cr_assert_eq(pthread_rwlock_tryrdlock(&x.l), 0);
-	cr_assert_eq(in_other_thread(&x.l, pthread_rwlock_tryrdlock), 0);
+	cr_assert_eq(pthread_rwlock_rdlock(&l), 0);
+	cr_assert_eq(pthread_rwlock_tryrdlock(&l), 0);
+	cr_assert_eq(in_other_thread(&l, pthread_rwlock_tryrdlock), 0);
 	for (int i = 0; i < 4; i++)
-		cr_assert_eq(pthread_rwlock_unlock(&x.l), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
-	cr_assert_eq(x.ret, 0);
-	cr_assert_eq(pthread_rwlock_destroy(&x.l), 0);
+		cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+	join_writer(&l, &w, t);
 }
 
 /* The writer-preferring kind: once a writer waits, new readers wait too. */
 Test(shim_rwlock, writer_nonrecursive_kind_prefers_writers)
 {
-	struct pref x = {.l = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP, .ret = -1};
+	pthread_rwlock_t l = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	struct shim_t_timed w;
 	pthread_t t;
-	cr_assert_eq(pthread_rwlock_rdlock(&x.l), 0);
-	cr_assert_eq(pthread_create(&t, NULL, writer_fn, &x), 0);
-	shim_t_await(&x.started);
+	start_writer(&l, &w, &t);
 	int r;
-	while ((r = in_other_thread(&x.l, pthread_rwlock_tryrdlock)) == 0)
-		cr_assert_eq(pthread_rwlock_unlock(&x.l), 0); /* drop that reader's lock */
+	while ((r = in_other_thread(&l, pthread_rwlock_tryrdlock)) == 0)
+		cr_assert_eq(pthread_rwlock_unlock(&l), 0); /* drop that reader's lock */
 	cr_assert_eq(r, EBUSY);
-	cr_assert_eq(pthread_rwlock_unlock(&x.l), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
-	cr_assert_eq(x.ret, 0);
-	cr_assert_eq(pthread_rwlock_destroy(&x.l), 0);
+	cr_assert_eq(pthread_rwlock_unlock(&l), 0);
+	join_writer(&l, &w, t);
 }
 
 /* ------------------------------------------------------------ exclusion */
 
 #define THREADS 4
-#define ITERS 20000
+#define ITERS	20000
 
 struct excl {
 	pthread_rwlock_t l;

@@ -66,20 +66,15 @@ Test(shim_sem, counts_and_errors)
 	cr_assert_eq(sem_destroy(&s), 0);
 }
 
-struct timed {
-	sem_t *s;
-	clockid_t clk;
-	long ms;
-	int err;
-};
+/* For struct shim_t_timed: the error of sem_timedwait on CLOCK_REALTIME,
+ * of sem_clockwait on the others, or (how == UNTIMED) of sem_wait. */
+#define UNTIMED 1
 
-static void *timed_fn(void *p)
+static int timed_wait(void *s, int how, clockid_t clk, const struct timespec *dl)
 {
-	struct timed *t = p;
-	struct timespec ts = t_deadline(t->clk, t->ms);
-	t->err = err_of(t->clk == CLOCK_REALTIME ? sem_timedwait(t->s, &ts)
-						 : sem_clockwait(t->s, t->clk, &ts));
-	return NULL;
+	if (how == UNTIMED)
+		return err_of(sem_wait(s));
+	return err_of(clk == CLOCK_REALTIME ? sem_timedwait(s, dl) : sem_clockwait(s, clk, dl));
 }
 
 Test(shim_sem, timeouts_on_each_clock)
@@ -89,20 +84,20 @@ Test(shim_sem, timeouts_on_each_clock)
 	cr_assert_eq(sem_init(&s, 0, 0), 0);
 	for (int c = 0; c < 2; c++) {
 		for (long ms = -5; ms <= 20; ms += 25) {
-			struct timed t = {&s, clocks[c], ms, -1};
-			pthread_t th;
-			cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
-			cr_assert_eq(pthread_join(th, NULL), 0);
-			cr_assert_eq(t.err, ETIMEDOUT, "clock %d ms %ld: %d", c, ms, t.err);
+			struct shim_t_timed t = {
+			    .call = timed_wait, .obj = &s, .clk = clocks[c], .ms = ms};
+			cr_assert_eq(shim_t_timed_run(&t), ETIMEDOUT, "clock %d ms %ld: %d", c, ms,
+				     t.ret);
 		}
 	}
 	/* A waiter with a long deadline gets a post. */
-	struct timed t = {&s, CLOCK_MONOTONIC, 20000, -1};
+	struct shim_t_timed t = {
+	    .call = timed_wait, .obj = &s, .clk = CLOCK_MONOTONIC, .ms = 20000};
 	pthread_t th;
-	cr_assert_eq(pthread_create(&th, NULL, timed_fn, &t), 0);
+	shim_t_timed_start(&t, &th);
 	cr_assert_eq(sem_post(&s), 0);
 	cr_assert_eq(pthread_join(th, NULL), 0);
-	cr_assert_eq(t.err, 0);
+	cr_assert_eq(t.ret, 0);
 	cr_assert_eq(sem_destroy(&s), 0);
 }
 
@@ -178,22 +173,22 @@ static bool proc_taker(int i, void *arg)
 	return !x->bad;
 }
 
+static bool proc_posts_twice(void *arg)
+{
+	struct pc *x = arg;
+	poster(x);
+	poster(x);
+	return !x->bad;
+}
+
 Test(shim_sem, process_shared_across_fork)
 {
 	struct pc *x = t_shared_alloc(sizeof(*x));
 	cr_assert_eq(sem_init(&x->items, 1, 0), 0);
 	cr_assert_eq(sem_init(&x->lock, 1, 1), 0);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		poster(x);
-		poster(x);
-		_exit(x->bad);
-	}
+	pid_t pid = shim_t_spawn(proc_posts_twice, x);
 	cr_assert(t_fork_all(2, proc_taker, x));
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert(shim_t_reaped_ok(pid));
 	cr_assert_eq(x->sum_out, 2L * ITEMS * (ITEMS + 1) / 2);
 	t_shared_free(x, sizeof(*x));
 }
@@ -208,20 +203,15 @@ static void on_signal(int sig)
 	atomic_fetch_add(&handled, 1);
 }
 
-struct intr {
-	sem_t s;
-	bool timed;
-	atomic_int done;
-	int err;
-};
-
-static void *intr_waiter(void *p)
+/* A waiter on s, through sem_clockwait (30 s ahead) or sem_wait. */
+static void start_waiter(struct shim_t_timed *w, sem_t *s, bool timed, pthread_t *t)
 {
-	struct intr *x = p;
-	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 30000);
-	x->err = err_of(x->timed ? sem_clockwait(&x->s, CLOCK_MONOTONIC, &ts) : sem_wait(&x->s));
-	atomic_store(&x->done, 1);
-	return NULL;
+	*w = (struct shim_t_timed){.call = timed_wait,
+				   .obj = s,
+				   .how = timed ? 0 : UNTIMED,
+				   .clk = CLOCK_MONOTONIC,
+				   .ms = 30000};
+	shim_t_timed_start(w, t);
 }
 
 static void set_handler(int flags)
@@ -236,9 +226,9 @@ static void set_handler(int flags)
 
 /* Signal the waiter until it returns (a signal that lands before it sleeps
  * only runs the handler), pacing the signals by a millisecond. */
-static void interrupt_until_done(pthread_t t, struct intr *x)
+static void interrupt_until_done(pthread_t t, struct shim_t_timed *w)
 {
-	while (!atomic_load(&x->done)) {
+	while (!atomic_load(&w->done)) {
 		pthread_kill(t, SIGUSR1);
 		t_sleep_ms(1);
 	}
@@ -246,21 +236,22 @@ static void interrupt_until_done(pthread_t t, struct intr *x)
 
 static void check_eintr(bool timed)
 {
-	struct intr x = {.timed = timed, .err = -1};
+	sem_t s;
+	struct shim_t_timed w;
 	pthread_t t;
 	int v = -1;
 	set_handler(0); /* no SA_RESTART */
-	cr_assert_eq(sem_init(&x.s, 0, 0), 0);
-	cr_assert_eq(pthread_create(&t, NULL, intr_waiter, &x), 0);
-	interrupt_until_done(t, &x);
+	cr_assert_eq(sem_init(&s, 0, 0), 0);
+	start_waiter(&w, &s, timed, &t);
+	interrupt_until_done(t, &w);
 	cr_assert_eq(pthread_join(t, NULL), 0);
-	cr_assert_eq(x.err, EINTR);
+	cr_assert_eq(w.ret, EINTR);
 	/* Nothing was taken or left registered: the semaphore works on. */
-	cr_assert_eq(sem_getvalue(&x.s, &v), 0);
+	cr_assert_eq(sem_getvalue(&s, &v), 0);
 	cr_assert_eq(v, 0);
-	cr_assert_eq(sem_post(&x.s), 0);
-	cr_assert_eq(sem_wait(&x.s), 0);
-	cr_assert_eq(sem_destroy(&x.s), 0);
+	cr_assert_eq(sem_post(&s), 0);
+	cr_assert_eq(sem_wait(&s), 0);
+	cr_assert_eq(sem_destroy(&s), 0);
 	signal(SIGUSR1, SIG_DFL);
 }
 
@@ -276,20 +267,21 @@ Test(shim_sem, eintr_from_sem_clockwait)
 
 Test(shim_sem, sa_restart_keeps_waiting)
 {
-	struct intr x = {.err = -1};
+	sem_t s;
+	struct shim_t_timed w;
 	pthread_t t;
 	set_handler(SA_RESTART);
 	atomic_store(&handled, 0);
-	cr_assert_eq(sem_init(&x.s, 0, 0), 0);
-	cr_assert_eq(pthread_create(&t, NULL, intr_waiter, &x), 0);
+	cr_assert_eq(sem_init(&s, 0, 0), 0);
+	start_waiter(&w, &s, false, &t);
 	while (atomic_load(&handled) < 5) {
 		pthread_kill(t, SIGUSR1);
 		t_sleep_ms(1);
 	}
-	cr_assert(!atomic_load(&x.done), "the wait ended without a post");
-	cr_assert_eq(sem_post(&x.s), 0);
+	cr_assert(!atomic_load(&w.done), "the wait ended without a post");
+	cr_assert_eq(sem_post(&s), 0);
 	cr_assert_eq(pthread_join(t, NULL), 0);
-	cr_assert_eq(x.err, 0);
+	cr_assert_eq(w.ret, 0);
 	signal(SIGUSR1, SIG_DFL);
 }
 
@@ -393,6 +385,11 @@ static void *sem_plain(void *p)
 	return NULL;
 }
 
+static void post_once(void *s)
+{
+	sem_post(s);
+}
+
 /* pthread_cancel of a thread asleep in sem_wait: it goes at once (its
  * cleanup handler runs), takes no unit, leaves no registration (the
  * semaphore still works and can be destroyed). */
@@ -400,22 +397,10 @@ Test(shim_sem, cancel_asleep_in_sem_wait)
 {
 	struct sem_asleep *x = calloc(1, sizeof(*x));
 	pthread_t t, w;
-	void *ret;
 	cr_assert_eq(sem_init(&x->s, 0, 0), 0);
 	cr_assert_eq(pthread_create(&t, NULL, sem_asleep_fn, x), 0);
-	while (!atomic_load(&x->tid))
-		sched_yield();
-	t_wait_sleeping(atomic_load(&x->tid));
-	cr_assert_eq(pthread_cancel(t), 0);
-	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
-	int jr = pthread_timedjoin_np(t, &ret, &dl);
-	if (jr == ETIMEDOUT) {
-		sem_post(&x->s); /* let it go, to report */
-		pthread_join(t, &ret);
-	}
-	cr_assert_eq(jr, 0, "the cancelled thread kept sleeping");
-	cr_assert_eq(ret, PTHREAD_CANCELED);
-	cr_assert(atomic_load(&x->cleanup_ran));
+	shim_t_await(&x->tid);
+	shim_t_cancel_asleep(t, atomic_load(&x->tid), &x->cleanup_ran, post_once, &x->s);
 	cr_assert_eq(atomic_load(&x->took), 0);
 	/* Still a working semaphore: a post reaches the next waiter. */
 	cr_assert_eq(pthread_create(&w, NULL, sem_plain, x), 0);

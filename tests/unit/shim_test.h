@@ -70,16 +70,114 @@ static inline void shim_t_resolve_to_shim(void *const *fns, size_t n)
 			  shim_t_object_of(fns[i]));
 }
 
-/* Run fn in a child process; true when it exited 0. */
-static inline bool shim_t_in_child(bool (*fn)(void *), void *arg)
+/* Start fn(arg) in a child process, which exits 0 when fn returns true;
+ * shim_t_reaped_ok waits for it: true when it exited 0. */
+static inline pid_t shim_t_spawn(bool (*fn)(void *), void *arg)
 {
-	int st;
 	pid_t p = fork();
 	cr_assert(p >= 0);
 	if (p == 0)
 		_exit(fn(arg) ? 0 : 1);
+	return p;
+}
+
+static inline bool shim_t_reaped_ok(pid_t p)
+{
+	int st;
 	cr_assert_eq(waitpid(p, &st, 0), p);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Run fn in a child process; true when it exited 0. */
+static inline bool shim_t_in_child(bool (*fn)(void *), void *arg)
+{
+	return shim_t_reaped_ok(shim_t_spawn(fn, arg));
+}
+
+/* Run fn(arg) in another thread and join it. */
+static inline void shim_t_in_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fn, arg), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
+/* Defines in_other_thread(T *obj, int (*op)(T *)): op(obj) run by another
+ * thread (joined before it returns); what op returned. Typed per object, so
+ * that pthread_mutex_trylock and friends are called through their own type. */
+#define SHIM_T_IN_OTHER_THREAD(T)                                                                  \
+	struct shim_t_other {                                                                      \
+		T *obj;                                                                            \
+		int (*op)(T *);                                                                    \
+		int ret;                                                                           \
+	};                                                                                         \
+	static void *shim_t_other_fn(void *p)                                                      \
+	{                                                                                          \
+		struct shim_t_other *o = p;                                                        \
+		o->ret = o->op(o->obj);                                                            \
+		return NULL;                                                                       \
+	}                                                                                          \
+	static int in_other_thread(T *obj, int (*op)(T *))                                         \
+	{                                                                                          \
+		struct shim_t_other o = {obj, op, -1};                                             \
+		shim_t_in_thread(shim_t_other_fn, &o);                                             \
+		return o.ret;                                                                      \
+	}
+
+/* A timed call made by another thread: call(obj, how, clk, deadline), the
+ * deadline ms from now on clk, with errno set to 4242 just before, so that
+ * the caller can check the call left errno alone. started is set before the
+ * call, done after it. */
+struct shim_t_timed {
+	int (*call)(void *obj, int how, clockid_t clk, const struct timespec *deadline);
+	void *obj;
+	int how; /* the suite's own flags for call */
+	clockid_t clk;
+	long ms;
+	int ret;       /* what call returned */
+	int err_after; /* errno after call */
+	atomic_int started, done;
+};
+
+static inline void *shim_t_timed_fn(void *p)
+{
+	struct shim_t_timed *t = p;
+	struct timespec ts = t_deadline(t->clk, t->ms);
+	atomic_store(&t->started, 1);
+	errno = 4242;
+	t->ret = t->call(t->obj, t->how, t->clk, &ts);
+	t->err_after = errno;
+	atomic_store(&t->done, 1);
+	return NULL;
+}
+
+static inline void shim_t_timed_start(struct shim_t_timed *t, pthread_t *th)
+{
+	t->ret = -1;
+	cr_assert_eq(pthread_create(th, NULL, shim_t_timed_fn, t), 0);
+}
+
+/* The call made and finished; what it returned. */
+static inline int shim_t_timed_run(struct shim_t_timed *t)
+{
+	t->ret = -1;
+	shim_t_in_thread(shim_t_timed_fn, t);
+	return t->ret;
+}
+
+/* Join t, giving it at most 10 s: a thread that should have gone at once
+ * (a cancelled sleeper) and did not would otherwise hang the test. On time
+ * out, rescue(arg) lets it go (it should report, not hang) and t is joined
+ * anyway. Returns pthread_timedjoin_np's answer: 0 when t went in time. */
+static inline int shim_t_join_within(pthread_t t, void **ret, void (*rescue)(void *), void *arg)
+{
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
+	int jr = pthread_timedjoin_np(t, ret, &dl);
+	if (jr) {
+		rescue(arg);
+		cr_assert_eq(pthread_join(t, ret), 0);
+	}
+	return jr;
 }
 
 /* Spin (yielding) until *flag is non-zero. */
@@ -87,6 +185,21 @@ static inline void shim_t_await(atomic_int *flag)
 {
 	while (!atomic_load(flag))
 		sched_yield();
+}
+
+/* Cancel t, asleep in a wait (thread id tid), and join it: it must go
+ * within 10 s (rescue(arg) lets it go otherwise, to report), cancelled,
+ * its cleanup handler (which sets *cleanup_ran) run. */
+static inline void shim_t_cancel_asleep(pthread_t t, pid_t tid, atomic_int *cleanup_ran,
+					void (*rescue)(void *), void *arg)
+{
+	void *ret;
+	t_wait_sleeping(tid);
+	cr_assert_eq(pthread_cancel(t), 0);
+	cr_assert_eq(shim_t_join_within(t, &ret, rescue, arg), 0,
+		     "the cancelled thread kept sleeping");
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert(atomic_load(cleanup_ran));
 }
 
 #endif
