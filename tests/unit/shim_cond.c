@@ -8,10 +8,11 @@ TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
 
 enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL };
 
-static void init_mutex(pthread_mutex_t *m, enum mkind k)
+static void init_mutex_shared(pthread_mutex_t *m, enum mkind k, int pshared)
 {
 	pthread_mutexattr_t a;
 	cr_assert_eq(pthread_mutexattr_init(&a), 0);
+	pthread_mutexattr_setpshared(&a, pshared);
 	if (k == M_RECURSIVE)
 		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	if (k == M_ERRORCHECK)
@@ -20,10 +21,37 @@ static void init_mutex(pthread_mutex_t *m, enum mkind k)
 		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	if (k == M_PI)
 		pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-	if (k == M_SHARED_NORMAL)
-		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	cr_assert_eq(pthread_mutex_init(m, &a), 0);
 	pthread_mutexattr_destroy(&a);
+}
+
+static void init_mutex(pthread_mutex_t *m, enum mkind k)
+{
+	init_mutex_shared(m, k,
+			  k == M_SHARED_NORMAL ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE);
+}
+
+/* Lock m once *count (guarded by m) has reached n; returns holding m. */
+static void lock_once_counted(pthread_mutex_t *m, const int *count, int n)
+{
+	for (;;) {
+		cr_assert_eq(pthread_mutex_lock(m), 0);
+		if (*count >= n)
+			return;
+		cr_assert_eq(pthread_mutex_unlock(m), 0);
+		sched_yield();
+	}
+}
+
+/* Wait for a waiter thread's *flag, then take and drop m: a waiter that set
+ * flag holding m has released m inside its wait by then, so it is
+ * registered with the condvar (one that sets flag before taking m may not
+ * be there yet: its caller waits for it to sleep as well). */
+static void await_inside_wait(atomic_int *flag, pthread_mutex_t *m)
+{
+	shim_t_await(flag);
+	cr_assert_eq(pthread_mutex_lock(m), 0);
+	cr_assert_eq(pthread_mutex_unlock(m), 0);
 }
 
 static void init_cond(pthread_cond_t *c, clockid_t clk, int pshared)
@@ -45,19 +73,29 @@ Test(shim_cond, every_function_is_the_shims)
 	shim_t_resolve_to_shim(fns, sizeof(fns) / sizeof(fns[0]));
 }
 
-struct probe {
+#define WAITERS 4
+
+/* A waiter: it counts itself in asleep and waits, under m, until go; if
+ * consume, it takes a unit of go (go--). It counts in out once out. */
+struct herd {
 	pthread_mutex_t m;
 	pthread_cond_t c;
-	int go;
+	int go, asleep;
+	bool consume;
+	atomic_int out;
 };
 
-static void *probe_waiter(void *p)
+static void *herd_waiter(void *p)
 {
-	struct probe *x = p;
-	pthread_mutex_lock(&x->m);
-	while (!x->go)
-		pthread_cond_wait(&x->c, &x->m);
-	pthread_mutex_unlock(&x->m);
+	struct herd *h = p;
+	pthread_mutex_lock(&h->m);
+	h->asleep++;
+	while (!h->go)
+		pthread_cond_wait(&h->c, &h->m);
+	if (h->consume)
+		h->go--;
+	pthread_mutex_unlock(&h->m);
+	atomic_fetch_add(&h->out, 1);
 	return NULL;
 }
 
@@ -65,9 +103,9 @@ Test(shim_cond, the_shim_handles_the_calls)
 {
 	/* glibc's condvar counts a waiter as 8 in __wrefs before it drops the
 	 * mutex; the shim keeps only its flags there (0 for this condvar). */
-	struct probe x = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+	struct herd x = {.m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER};
 	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, probe_waiter, &x), 0);
+	cr_assert_eq(pthread_create(&t, NULL, herd_waiter, &x), 0);
 	for (;;) {
 		pthread_mutex_lock(&x.m);
 		if (x.c.__data.__g_signals[0] != 0 || x.c.__data.__wrefs != 0 ||
@@ -299,21 +337,26 @@ Test(shim_cond, bad_arguments)
 
 /* --------------------------------------------------- recursive release */
 
+/* The signaller takes m once the waiter waits (possible only if the wait
+ * released all levels of a recursive m), sets flag and signals; then
+ * unlocks m, or (die_holding) exits holding it. */
 struct rec {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	atomic_int waiting;
 	int flag;
+	bool die_holding;
 };
 
 static void *rec_signaller(void *p)
 {
 	struct rec *r = p;
 	shim_t_await(&r->waiting);
-	pthread_mutex_lock(&r->m); /* possible only if the wait released all levels */
+	pthread_mutex_lock(&r->m);
 	r->flag = 1;
 	pthread_cond_signal(&r->c);
-	pthread_mutex_unlock(&r->m);
+	if (!r->die_holding)
+		pthread_mutex_unlock(&r->m);
 	return NULL;
 }
 
@@ -335,24 +378,14 @@ Test(shim_cond, recursive_mutex_released_fully_and_restored)
 
 /* ------------------------------------------------------------ robust */
 
-static void *signal_and_die(void *p)
-{
-	struct rec *r = p;
-	shim_t_await(&r->waiting);
-	pthread_mutex_lock(&r->m);
-	r->flag = 1;
-	pthread_cond_signal(&r->c);
-	return NULL; /* dies holding the robust mutex */
-}
-
 Test(shim_cond, robust_owner_death_reaches_the_waiter)
 {
-	struct rec r = {.c = PTHREAD_COND_INITIALIZER};
+	struct rec r = {.c = PTHREAD_COND_INITIALIZER, .die_holding = true};
 	pthread_t t;
 	int ret = 0;
 	init_mutex(&r.m, M_ROBUST);
 	cr_assert_eq(pthread_mutex_lock(&r.m), 0);
-	cr_assert_eq(pthread_create(&t, NULL, signal_and_die, &r), 0);
+	cr_assert_eq(pthread_create(&t, NULL, rec_signaller, &r), 0);
 	atomic_store(&r.waiting, 1);
 	while (!r.flag && ret == 0)
 		ret = pthread_cond_wait(&r.c, &r.m);
@@ -365,27 +398,6 @@ Test(shim_cond, robust_owner_death_reaches_the_waiter)
 
 /* ------------------------------------------------- broadcast, destroy */
 
-#define WAITERS 4
-
-struct herd {
-	pthread_mutex_t m;
-	pthread_cond_t c;
-	int go, asleep;
-	atomic_int out;
-};
-
-static void *herd_waiter(void *p)
-{
-	struct herd *h = p;
-	pthread_mutex_lock(&h->m);
-	h->asleep++;
-	while (!h->go)
-		pthread_cond_wait(&h->c, &h->m);
-	pthread_mutex_unlock(&h->m);
-	atomic_fetch_add(&h->out, 1);
-	return NULL;
-}
-
 static void run_herd(enum mkind kind)
 {
 	struct herd *h = calloc(1, sizeof(*h));
@@ -394,13 +406,7 @@ static void run_herd(enum mkind kind)
 	cr_assert_eq(pthread_cond_init(&h->c, NULL), 0);
 	for (int i = 0; i < WAITERS; i++)
 		cr_assert_eq(pthread_create(&t[i], NULL, herd_waiter, h), 0);
-	for (;;) {
-		pthread_mutex_lock(&h->m);
-		if (h->asleep == WAITERS)
-			break;
-		pthread_mutex_unlock(&h->m);
-		sched_yield();
-	}
+	lock_once_counted(&h->m, &h->asleep, WAITERS);
 	/* One broadcast wakes every waiter; then, still holding the mutex,
 	 * destroy the condvar and poison its memory (POSIX allows destroying
 	 * it once no thread is blocked on it). */
@@ -457,24 +463,11 @@ static bool child_plays(void *arg)
 static void run_pingpong(enum mkind kind)
 {
 	struct pingpong *p = t_shared_alloc(sizeof(*p));
-	pthread_mutexattr_t a;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	if (kind == M_ERRORCHECK)
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
-	if (kind == M_ROBUST)
-		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	cr_assert_eq(pthread_mutex_init(&p->m, &a), 0);
-	pthread_mutexattr_destroy(&a);
+	init_mutex_shared(&p->m, kind, PTHREAD_PROCESS_SHARED);
 	init_cond(&p->c, CLOCK_MONOTONIC, PTHREAD_PROCESS_SHARED);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		_exit(child_plays(p) ? 0 : 1);
+	pid_t pid = shim_t_spawn(child_plays, p);
 	play(p, 0);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert(shim_t_reaped_ok(pid));
 	cr_assert_eq(p->count, 2 * ROUNDS);
 	t_shared_free(p, sizeof(*p));
 }
@@ -492,42 +485,6 @@ Test(shim_cond, process_shared_pingpong_errorcheck)
 Test(shim_cond, process_shared_pingpong_robust_bridged)
 {
 	run_pingpong(M_ROBUST);
-}
-
-/* ------------------------------------------------------------ cancel */
-
-struct cancel {
-	pthread_mutex_t m;
-	pthread_cond_t c;
-	atomic_int cancelled;
-};
-
-static void *cancel_fn(void *p)
-{
-	struct cancel *x = p;
-	pthread_mutex_lock(&x->m);
-	shim_t_await(&x->cancelled); /* the request is pending before the wait */
-	for (;;)
-		pthread_cond_wait(&x->c, &x->m);
-	return NULL;
-}
-
-/* The wait acts on a pending request, and the thread goes holding the mutex
- * (POSIX: cleanup handlers run with it held). No cleanup handler here: the
- * mutex left locked by the cancelled thread shows it. */
-Test(shim_cond, cancellation_pending_at_entry)
-{
-	struct cancel x = {.m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP,
-			   .c = PTHREAD_COND_INITIALIZER};
-	pthread_t t;
-	void *ret;
-	cr_assert_eq(pthread_create(&t, NULL, cancel_fn, &x), 0);
-	cr_assert_eq(pthread_cancel(t), 0);
-	atomic_store(&x.cancelled, 1);
-	cr_assert_eq(pthread_join(t, &ret), 0);
-	cr_assert_eq(ret, PTHREAD_CANCELED);
-	cr_assert_eq(pthread_mutex_trylock(&x.m), EBUSY);
-	cr_assert_eq(pthread_mutex_unlock(&x.m), EPERM, "held by the cancelled thread");
 }
 
 /* ------------------------------------------------------- destroy waits */
@@ -567,12 +524,7 @@ static void run_late(enum mkind kind)
 	init_mutex(&x->m, kind);
 	cr_assert_eq(pthread_cond_init(&x->c, NULL), 0);
 	cr_assert_eq(pthread_create(&t, NULL, late_leaver, x), 0);
-	while (!atomic_load(&x->in))
-		sched_yield();
-	/* Taking the mutex: the waiter has released it inside its wait, so it
-	 * is registered with the condvar. */
-	cr_assert_eq(pthread_mutex_lock(&x->m), 0);
-	cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+	await_inside_wait(&x->in, &x->m);
 	struct timespec w0, w1, c0, c1;
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
@@ -598,25 +550,53 @@ Test(shim_cond, destroy_sleeps_until_the_waiters_leave_bridged)
 	run_late(M_ROBUST);
 }
 
-/* ----------------------------------------------- cancellation while asleep */
+/* ------------------------------------------------------------ cancel */
 
 struct asleep {
-	pthread_mutex_t m;
-	pthread_cond_t c;
+	struct herd h; /* m, c; the predicate go; plain waiters, consuming */
 	bool timed;
 	atomic_int tid;
 	atomic_int cleanup_ran;
-	int cleanup_unlock; /* what pthread_mutex_unlock said in the handler */
-	int go;		    /* the predicate, under m */
-	int waiting;	    /* plain waiters inside their wait, under m */
-	atomic_int woken;
-	int took; /* predicate_fn consumed the predicate, under m */
+	int cleanup_unlock;	/* what pthread_mutex_unlock said in the handler */
+	int took;		/* predicate_fn consumed the predicate, under m */
+	atomic_int cancel_sent; /* pending_fn waits for it */
 };
+
+static void *pending_fn(void *p)
+{
+	struct asleep *x = p;
+	pthread_mutex_lock(&x->h.m);
+	shim_t_await(&x->cancel_sent); /* the request is pending before the wait */
+	for (;;)
+		pthread_cond_wait(&x->h.c, &x->h.m);
+	return NULL;
+}
+
+/* The wait acts on a pending request, and the thread goes holding the mutex
+ * (POSIX: cleanup handlers run with it held). No cleanup handler here: the
+ * mutex left locked by the cancelled thread shows it. */
+Test(shim_cond, cancellation_pending_at_entry)
+{
+	struct asleep x = {
+	    .h = {.m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP, .c = PTHREAD_COND_INITIALIZER}};
+	pthread_t t;
+	void *ret;
+	cr_assert_eq(pthread_create(&t, NULL, pending_fn, &x), 0);
+	cr_assert_eq(pthread_cancel(t), 0);
+	atomic_store(&x.cancel_sent, 1);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_eq(ret, PTHREAD_CANCELED);
+	cr_assert_eq(pthread_mutex_trylock(&x.h.m), EBUSY);
+	cr_assert_eq(pthread_mutex_unlock(&x.h.m), EPERM, "held by the cancelled thread");
+}
+
+/* While asleep: the thread goes at once, its cleanup handler runs holding
+ * the mutex, and the condvar works on. */
 
 static void asleep_cleanup(void *p)
 {
 	struct asleep *x = p;
-	x->cleanup_unlock = pthread_mutex_unlock(&x->m);
+	x->cleanup_unlock = pthread_mutex_unlock(&x->h.m);
 	atomic_store(&x->cleanup_ran, 1);
 }
 
@@ -625,79 +605,67 @@ static void *asleep_fn(void *p)
 	struct asleep *x = p;
 	struct timespec far = t_deadline(CLOCK_REALTIME, 3600 * 1000);
 	atomic_store(&x->tid, (int)gettid());
-	pthread_mutex_lock(&x->m);
+	pthread_mutex_lock(&x->h.m);
 	pthread_cleanup_push(asleep_cleanup, x);
 	for (;;) {
 		if (x->timed)
-			pthread_cond_timedwait(&x->c, &x->m, &far);
+			pthread_cond_timedwait(&x->h.c, &x->h.m, &far);
 		else
-			pthread_cond_wait(&x->c, &x->m);
+			pthread_cond_wait(&x->h.c, &x->h.m);
 	}
 	pthread_cleanup_pop(1);
 	return NULL;
 }
 
-/* An ordinary waiter, to show the condvar still works afterwards. */
-static void *plain_waiter(void *p)
+/* Let a sleeper go, to report (rescues for shim_t_join_within): a bare
+ * signal; or one more unit of the predicate, and a signal. */
+static void signal_cond(void *c)
 {
-	struct asleep *x = p;
-	pthread_mutex_lock(&x->m);
-	x->waiting++;
-	while (!x->go)
-		pthread_cond_wait(&x->c, &x->m);
-	x->go--;
-	pthread_mutex_unlock(&x->m);
-	atomic_fetch_add(&x->woken, 1);
-	return NULL;
+	pthread_cond_signal(c);
+}
+
+static void signal_once(void *p)
+{
+	struct herd *h = p;
+	pthread_mutex_lock(&h->m);
+	h->go++;
+	pthread_cond_signal(&h->c);
+	pthread_mutex_unlock(&h->m);
 }
 
 static void run_cancel_asleep(enum mkind kind, bool timed)
 {
 	struct asleep *x = calloc(1, sizeof(*x));
 	pthread_t t, w[2];
-	void *ret;
-	init_mutex(&x->m, kind);
-	cr_assert_eq(pthread_cond_init(&x->c, NULL), 0);
+	init_mutex(&x->h.m, kind);
+	x->h.consume = true;
+	cr_assert_eq(pthread_cond_init(&x->h.c, NULL), 0);
 	x->timed = timed;
 	cr_assert_eq(pthread_create(&t, NULL, asleep_fn, x), 0);
-	while (!atomic_load(&x->tid))
-		sched_yield();
-	/* Taking the mutex: the thread released it inside its wait. */
-	cr_assert_eq(pthread_mutex_lock(&x->m), 0);
-	cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
-	t_wait_sleeping(atomic_load(&x->tid));
-	cr_assert_eq(pthread_cancel(t), 0);
+	await_inside_wait(&x->tid, &x->h.m);
 	/* Without cancellation of a sleeping waiter this would wait for the
 	 * next signal: bounded, so the test fails rather than hangs. */
-	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
-	int jr = pthread_timedjoin_np(t, &ret, &dl);
-	if (jr == ETIMEDOUT) {
-		pthread_cond_signal(&x->c); /* let it go, to report */
-		pthread_join(t, &ret);
-	}
-	cr_assert_eq(jr, 0, "the cancelled thread kept sleeping");
-	cr_assert_eq(ret, PTHREAD_CANCELED);
-	cr_assert(atomic_load(&x->cleanup_ran));
+	shim_t_cancel_asleep(t, atomic_load(&x->tid), &x->cleanup_ran, signal_cond, &x->h.c);
 	cr_assert_eq(x->cleanup_unlock, 0, "the cleanup handler did not hold the mutex");
 	/* The condvar and the mutex still work: a signal and a broadcast reach
 	 * the waiters that come next; then both can be destroyed. */
 	for (int i = 0; i < 2; i++)
-		cr_assert_eq(pthread_create(&w[i], NULL, plain_waiter, x), 0);
+		cr_assert_eq(pthread_create(&w[i], NULL, herd_waiter, &x->h), 0);
 	t_sleep_ms(50);
-	pthread_mutex_lock(&x->m);
-	x->go = 1;
-	cr_assert_eq(pthread_cond_signal(&x->c), 0);
-	pthread_mutex_unlock(&x->m);
-	while (atomic_load(&x->woken) < 1)
+	pthread_mutex_lock(&x->h.m);
+	x->h.go = 1;
+	cr_assert_eq(pthread_cond_signal(&x->h.c), 0);
+	pthread_mutex_unlock(&x->h.m);
+	while (atomic_load(&x->h.out) < 1)
 		sched_yield();
-	pthread_mutex_lock(&x->m);
-	x->go = 1;
-	cr_assert_eq(pthread_cond_broadcast(&x->c), 0);
-	pthread_mutex_unlock(&x->m);
+	pthread_mutex_lock(&x->h.m);
+	x->h.go = 1;
+	cr_assert_eq(pthread_cond_broadcast(&x->h.c), 0);
+	pthread_mutex_unlock(&x->h.m);
 	t_join_all(w, 2);
-	cr_assert_eq(atomic_load(&x->woken), 2);
-	cr_assert_eq(pthread_cond_destroy(&x->c), 0);
-	cr_assert_eq(pthread_mutex_destroy(&x->m), 0);
+	cr_assert_eq(atomic_load(&x->h.out), 2);
+	cr_assert_eq(pthread_cond_destroy(&x->h.c), 0);
+	cr_assert_eq(pthread_mutex_destroy(&x->h.m), 0);
 	free(x);
 }
 
@@ -735,11 +703,11 @@ static void *predicate_fn(void *p)
 {
 	struct asleep *x = p;
 	atomic_store(&x->tid, (int)gettid());
-	pthread_mutex_lock(&x->m);
+	pthread_mutex_lock(&x->h.m);
 	pthread_cleanup_push(asleep_cleanup, x);
-	while (!x->go)
-		pthread_cond_wait(&x->c, &x->m);
-	x->go--;
+	while (!x->h.go)
+		pthread_cond_wait(&x->h.c, &x->h.m);
+	x->h.go--;
 	x->took = 1;
 	pthread_cleanup_pop(1);
 	return NULL;
@@ -752,27 +720,19 @@ Test(shim_cond, cancel_does_not_eat_a_signal)
 		struct asleep *x = calloc(1, sizeof(*x));
 		pthread_t t, w;
 		void *ret;
-		init_mutex(&x->m, M_NORMAL);
-		cr_assert_eq(pthread_cond_init(&x->c, NULL), 0);
+		init_mutex(&x->h.m, M_NORMAL);
+		x->h.consume = true;
+		cr_assert_eq(pthread_cond_init(&x->h.c, NULL), 0);
 		cr_assert_eq(pthread_create(&t, NULL, predicate_fn, x), 0);
-		while (!atomic_load(&x->tid))
-			sched_yield();
-		cr_assert_eq(pthread_mutex_lock(&x->m), 0);
-		cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+		await_inside_wait(&x->tid, &x->h.m);
 		t_wait_sleeping(atomic_load(&x->tid));
-		cr_assert_eq(pthread_create(&w, NULL, plain_waiter, x), 0);
+		cr_assert_eq(pthread_create(&w, NULL, herd_waiter, &x->h), 0);
 		/* The plain waiter is inside its wait once we can take m after
 		 * its count (it queued after the first). */
-		for (;;) {
-			cr_assert_eq(pthread_mutex_lock(&x->m), 0);
-			if (x->waiting)
-				break;
-			cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
-			sched_yield();
-		}
-		x->go = 1;
-		cr_assert_eq(pthread_cond_signal(&x->c), 0);
-		cr_assert_eq(pthread_mutex_unlock(&x->m), 0);
+		lock_once_counted(&x->h.m, &x->h.asleep, 1);
+		x->h.go = 1;
+		cr_assert_eq(pthread_cond_signal(&x->h.c), 0);
+		cr_assert_eq(pthread_mutex_unlock(&x->h.m), 0);
 		cr_assert_eq(pthread_cancel(t), 0);
 		cr_assert_eq(pthread_join(t, &ret), 0);
 		/* Whether it was cancelled before it took the predicate, not
@@ -782,27 +742,16 @@ Test(shim_cond, cancel_does_not_eat_a_signal)
 		if (!x->took) {
 			cr_assert_eq(ret, PTHREAD_CANCELED);
 			cancelled++;
-			struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
-			int jr = pthread_timedjoin_np(w, NULL, &dl);
-			if (jr) {
-				pthread_mutex_lock(&x->m);
-				x->go++;
-				pthread_cond_signal(&x->c);
-				pthread_mutex_unlock(&x->m);
-				pthread_join(w, NULL);
-			}
+			int jr = shim_t_join_within(w, NULL, signal_once, &x->h);
 			cr_assert_eq(jr, 0,
 				     "round %d: the signal went down with the cancelled waiter",
 				     round);
 		} else {
 			/* It took the signal: the other waiter needs its own. */
-			pthread_mutex_lock(&x->m);
-			x->go++;
-			pthread_cond_signal(&x->c);
-			pthread_mutex_unlock(&x->m);
-			pthread_join(w, NULL);
+			signal_once(&x->h);
+			cr_assert_eq(pthread_join(w, NULL), 0);
 		}
-		cr_assert_eq(pthread_cond_destroy(&x->c), 0);
+		cr_assert_eq(pthread_cond_destroy(&x->h.c), 0);
 		free(x);
 	}
 	cr_assert_gt(cancelled, 0, "no round cancelled a waiter woken by the signal");
