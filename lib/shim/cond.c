@@ -36,8 +36,6 @@
 
 #include "lib/cancel.h"
 
-#include <string.h>
-
 typedef int (*mutex_fn)(pthread_mutex_t *);
 
 SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr)
@@ -45,7 +43,6 @@ SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *att
 	struct shim_cond *c = shim_cond(pc);
 	int pshared = PTHREAD_PROCESS_PRIVATE;
 	clockid_t clk = CLOCK_REALTIME;
-	unsigned fl;
 
 	if (unlikely(shim_misaligned(pc)))
 		return EINVAL;
@@ -54,8 +51,7 @@ SHIM_API int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *att
 		return EINVAL;
 	if (!shim_clock_ok(clk))
 		return EINVAL;
-	fl = pshared == PTHREAD_PROCESS_SHARED ? URSA_SHARED : 0;
-	memset(pc, 0, sizeof(*pc));
+	unsigned fl = shim_reset(pc, sizeof(*pc), pshared);
 	ursa_cond_init(&c->c, fl);
 	ursa_mutex_init(&c->guard, fl);
 	__atomic_store_n(&c->flags,
@@ -97,26 +93,26 @@ static int wake_bridged(struct shim_cond *c, bool all)
 	return -r;
 }
 
-SHIM_API int pthread_cond_signal(pthread_cond_t *pc)
+/* Signal (all: broadcast); inlined into each, so each keeps its own fast path. */
+static inline __attribute__((always_inline)) int cond_wake(pthread_cond_t *pc, bool all)
 {
 	struct shim_cond *c = shim_cond(pc);
 	if (unlikely(shim_misaligned(pc)))
 		return EINVAL;
-	shim_count(ST_COND_SIGNAL);
+	shim_count(all ? ST_COND_BROADCAST : ST_COND_SIGNAL);
 	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
-		return wake_bridged(c, false);
-	return -ursa_cond_signal(&c->c);
+		return wake_bridged(c, all);
+	return -(all ? ursa_cond_broadcast(&c->c) : ursa_cond_signal(&c->c));
+}
+
+SHIM_API int pthread_cond_signal(pthread_cond_t *pc)
+{
+	return cond_wake(pc, false);
 }
 
 SHIM_API int pthread_cond_broadcast(pthread_cond_t *pc)
 {
-	struct shim_cond *c = shim_cond(pc);
-	if (unlikely(shim_misaligned(pc)))
-		return EINVAL;
-	shim_count(ST_COND_BROADCAST);
-	if (unlikely(__atomic_load_n(&c->bridged, __ATOMIC_SEQ_CST)))
-		return wake_bridged(c, true);
-	return -ursa_cond_broadcast(&c->c);
+	return cond_wake(pc, true);
 }
 
 /* The wait proper: a cancellation point while it sleeps (lib/cancel.h). */

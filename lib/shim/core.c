@@ -21,23 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const real_names[REAL_COUNT] = {
-	[REAL_MUTEX_INIT] = "pthread_mutex_init",
-	[REAL_MUTEX_DESTROY] = "pthread_mutex_destroy",
-	[REAL_MUTEX_LOCK] = "pthread_mutex_lock",
-	[REAL_MUTEX_TRYLOCK] = "pthread_mutex_trylock",
-	[REAL_MUTEX_TIMEDLOCK] = "pthread_mutex_timedlock",
-	[REAL_MUTEX_CLOCKLOCK] = "pthread_mutex_clocklock",
-	[REAL_MUTEX_UNLOCK] = "pthread_mutex_unlock",
-	[REAL_MUTEX_CONSISTENT] = "pthread_mutex_consistent",
-	[REAL_SEM_DESTROY] = "sem_destroy",
-	[REAL_SEM_POST] = "sem_post",
-	[REAL_SEM_GETVALUE] = "sem_getvalue",
-	[REAL_SEM_WAIT] = "sem_wait",
-	[REAL_SEM_TRYWAIT] = "sem_trywait",
-	[REAL_SEM_TIMEDWAIT] = "sem_timedwait",
-	[REAL_SEM_CLOCKWAIT] = "sem_clockwait",
-};
+#define NAME_(which, name) [which] = #name,
+static const char *const real_names[REAL_COUNT] = {SHIM_REALS(NAME_)};
 
 static void *real_fns[REAL_COUNT];
 
@@ -95,26 +80,7 @@ unsigned long shim_stats[ST_COUNT];
  * before the report is written. */
 static int stats_fd = -1;
 
-static const char *const stat_names[ST_COUNT] = {
-	[ST_MUTEX_LOCK] = "mutex_lock",
-	[ST_MUTEX_TRYLOCK] = "mutex_trylock",
-	[ST_MUTEX_TIMEDLOCK] = "mutex_timedlock",
-	[ST_MUTEX_UNLOCK] = "mutex_unlock",
-	[ST_MUTEX_GLIBC] = "mutex_glibc",
-	[ST_COND_WAIT] = "cond_wait",
-	[ST_COND_TIMEDWAIT] = "cond_timedwait",
-	[ST_COND_BRIDGED] = "cond_bridged",
-	[ST_COND_SIGNAL] = "cond_signal",
-	[ST_COND_BROADCAST] = "cond_broadcast",
-	[ST_RW_RDLOCK] = "rwlock_rdlock",
-	[ST_RW_WRLOCK] = "rwlock_wrlock",
-	[ST_RW_UNLOCK] = "rwlock_unlock",
-	[ST_SEM_WAIT] = "sem_wait",
-	[ST_SEM_TRYWAIT] = "sem_trywait",
-	[ST_SEM_TIMEDWAIT] = "sem_timedwait",
-	[ST_SEM_POST] = "sem_post",
-	[ST_SEM_EINTR] = "sem_eintr",
-};
+static const char *const stat_names[ST_COUNT] = {SHIM_STATS(NAME_)};
 
 /* The child of fork() runs on a new thread with a new tid; its copy of our
  * TLS still holds the parent's. (Children of raw clone() or _Fork(), which

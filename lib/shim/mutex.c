@@ -15,8 +15,6 @@
  */
 #include "lib/shim/shim.h"
 
-#include <string.h>
-
 #define TYPE_RECURSIVE PTHREAD_MUTEX_RECURSIVE_NP
 #define TYPE_ERRORCHECK PTHREAD_MUTEX_ERRORCHECK_NP
 
@@ -91,10 +89,9 @@ SHIM_API int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *
 	}
 	if (type < 0 || type > SHIM_MUTEX_TYPE)
 		return EINVAL;
-	memset(pm, 0, sizeof(*pm));
-	ursa_mutex_init(&m->word, pshared == PTHREAD_PROCESS_SHARED ? URSA_SHARED : 0);
-	__atomic_store_n(&m->kind, type | (pshared == PTHREAD_PROCESS_SHARED ? SHIM_MUTEX_SHARED : 0),
-			 __ATOMIC_RELEASE);
+	unsigned fl = shim_reset(pm, sizeof(*pm), pshared);
+	ursa_mutex_init(&m->word, fl);
+	__atomic_store_n(&m->kind, type | (fl ? SHIM_MUTEX_SHARED : 0), __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -132,52 +129,76 @@ static int owned_by_self(struct shim_mutex *m, int32_t kind, int32_t self, int e
 	return errorcheck_ret;
 }
 
+/* Lock (try: trylock) a recursive, errorcheck or glibc mutex. */
+static inline __attribute__((always_inline)) int lock_owned(pthread_mutex_t *pm, int32_t kind,
+							    bool try)
+{
+	struct shim_mutex *m = shim_mutex(pm);
+	if (unlikely(kind_is_glibc(kind)))
+		return glibc_call(pm, try ? REAL_MUTEX_TRYLOCK : REAL_MUTEX_LOCK);
+	int32_t self = shim_tid();
+	int r = owned_by_self(m, kind, self, try ? EBUSY : EDEADLK);
+	if (r >= 0)
+		return r;
+	r = try ? -ursa_mutex_trylock(&m->word) : word_lock(&m->word);
+	if (!r)
+		set_owner(m, self, 1);
+	return r;
+}
+
+/* Out of line: keeps pthread_mutex_lock's fast path short. */
 static __attribute__((noinline)) int lock_kind(pthread_mutex_t *pm, int32_t kind)
+{
+	return lock_owned(pm, kind, false);
+}
+
+/* Unlock a recursive, errorcheck or glibc mutex. */
+static inline __attribute__((always_inline)) int unlock_owned(pthread_mutex_t *pm, int32_t kind)
 {
 	struct shim_mutex *m = shim_mutex(pm);
 	if (kind_is_glibc(kind))
-		return glibc_call(pm, REAL_MUTEX_LOCK);
-	int32_t self = shim_tid();
-	int r = owned_by_self(m, kind, self, EDEADLK);
-	if (r >= 0)
-		return r;
-	r = word_lock(&m->word);
-	if (likely(!r))
-		set_owner(m, self, 1);
-	return r;
+		return glibc_call(pm, REAL_MUTEX_UNLOCK);
+	if (owner_of(m) != shim_tid())
+		return EPERM;
+	if ((kind & SHIM_MUTEX_TYPE) == TYPE_RECURSIVE && --m->count)
+		return 0;
+	set_owner(m, 0, 0);
+	return -ursa_mutex_unlock(&m->word);
+}
+
+enum mutex_op { OP_LOCK, OP_TRYLOCK, OP_UNLOCK };
+
+/* What lock, trylock and unlock share: refuse a misaligned object, load the
+ * kind, count the call; a normal or adaptive mutex is the bare word, inline.
+ * Inlined into each with op a constant, so each compiles to its own path. */
+static inline __attribute__((always_inline)) int mutex_op(pthread_mutex_t *pm, enum mutex_op op)
+{
+	struct shim_mutex *m = shim_mutex(pm);
+	if (unlikely(shim_misaligned(pm)))
+		return EINVAL;
+	int32_t kind = load_kind(m);
+	shim_count(op == OP_LOCK      ? ST_MUTEX_LOCK
+		   : op == OP_TRYLOCK ? ST_MUTEX_TRYLOCK
+				      : ST_MUTEX_UNLOCK);
+	if (likely(kind_is_plain(kind))) {
+		if (op == OP_LOCK)
+			return word_lock(&m->word);
+		return -(op == OP_TRYLOCK ? ursa_mutex_trylock(&m->word)
+					  : ursa_mutex_unlock(&m->word));
+	}
+	if (op == OP_LOCK)
+		return lock_kind(pm, kind);
+	return op == OP_TRYLOCK ? lock_owned(pm, kind, true) : unlock_owned(pm, kind);
 }
 
 SHIM_API int pthread_mutex_lock(pthread_mutex_t *pm)
 {
-	struct shim_mutex *m = shim_mutex(pm);
-	if (unlikely(shim_misaligned(pm)))
-		return EINVAL;
-	int32_t kind = load_kind(m);
-	shim_count(ST_MUTEX_LOCK);
-	if (likely(kind_is_plain(kind)))
-		return word_lock(&m->word);
-	return lock_kind(pm, kind);
+	return mutex_op(pm, OP_LOCK);
 }
 
 SHIM_API int pthread_mutex_trylock(pthread_mutex_t *pm)
 {
-	struct shim_mutex *m = shim_mutex(pm);
-	if (unlikely(shim_misaligned(pm)))
-		return EINVAL;
-	int32_t kind = load_kind(m);
-	shim_count(ST_MUTEX_TRYLOCK);
-	if (likely(kind_is_plain(kind)))
-		return -ursa_mutex_trylock(&m->word);
-	if (kind_is_glibc(kind))
-		return glibc_call(pm, REAL_MUTEX_TRYLOCK);
-	int32_t self = shim_tid();
-	int r = owned_by_self(m, kind, self, EBUSY);
-	if (r >= 0)
-		return r;
-	r = -ursa_mutex_trylock(&m->word);
-	if (!r)
-		set_owner(m, self, 1);
-	return r;
+	return mutex_op(pm, OP_TRYLOCK);
 }
 
 static int timedlock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *abs, bool clocked)
@@ -237,21 +258,7 @@ SHIM_API int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clk, const s
 
 SHIM_API int pthread_mutex_unlock(pthread_mutex_t *pm)
 {
-	struct shim_mutex *m = shim_mutex(pm);
-	if (unlikely(shim_misaligned(pm)))
-		return EINVAL;
-	int32_t kind = load_kind(m);
-	shim_count(ST_MUTEX_UNLOCK);
-	if (likely(kind_is_plain(kind)))
-		return -ursa_mutex_unlock(&m->word);
-	if (kind_is_glibc(kind))
-		return glibc_call(pm, REAL_MUTEX_UNLOCK);
-	if (owner_of(m) != shim_tid())
-		return EPERM;
-	if ((kind & SHIM_MUTEX_TYPE) == TYPE_RECURSIVE && --m->count)
-		return 0;
-	set_owner(m, 0, 0);
-	return -ursa_mutex_unlock(&m->word);
+	return mutex_op(pm, OP_UNLOCK);
 }
 
 /* ------------------------------------------------------- for the condvar */

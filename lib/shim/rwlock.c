@@ -35,8 +35,6 @@
  */
 #include "lib/shim/shim.h"
 
-#include <string.h>
-
 #define RW_WRITER 0x80000000u
 #define RW_WAITERS 0x40000000u
 #define RW_READERS 0x3fffffffu
@@ -61,7 +59,6 @@ SHIM_API int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_
 {
 	struct shim_rwlock *l = shim_rwlock(pl);
 	int kind = PTHREAD_RWLOCK_DEFAULT_NP, pshared = PTHREAD_PROCESS_PRIVATE;
-	unsigned fl;
 
 	if (unlikely(shim_misaligned(pl)))
 		return EINVAL;
@@ -71,8 +68,7 @@ SHIM_API int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_
 	if (kind < PTHREAD_RWLOCK_PREFER_READER_NP ||
 	    kind > PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
 		return EINVAL;
-	fl = pshared == PTHREAD_PROCESS_SHARED ? URSA_SHARED : 0;
-	memset(pl, 0, sizeof(*pl));
+	unsigned fl = shim_reset(pl, sizeof(*pl), pshared);
 	ursa_mutex_init(&l->mx, fl);
 	ursa_cond_init(&l->cv, fl);
 	ursa_rwlock_init(&l->wl, fl);
@@ -193,6 +189,22 @@ static int rp_unlock(struct shim_rwlock *l)
 	return 0;
 }
 
+/* The lock was not free at once: wait for it, by either algorithm. */
+static __attribute__((noinline)) int lock_slow(struct shim_rwlock *l, bool write, clockid_t clk,
+						 const struct timespec *abs)
+{
+	int r;
+	SHIM_SAVE_ERRNO;
+	if (!writer_preferring(l))
+		r = rp_lock_slow(l, write, clk, abs);
+	else if (write)
+		r = -(abs ? ursa_rwlock_timedwrlock(&l->wl, clk, abs) : ursa_rwlock_wrlock(&l->wl));
+	else
+		r = -(abs ? ursa_rwlock_timedrdlock(&l->wl, clk, abs) : ursa_rwlock_rdlock(&l->wl));
+	SHIM_RESTORE_ERRNO;
+	return r;
+}
+
 /* ----------------------------------------------------------- entry points */
 
 static int rdlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *abs)
@@ -213,13 +225,7 @@ static int rdlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *ab
 	}
 	if (writer_of(l) == shim_tid())
 		return EDEADLK;
-	SHIM_SAVE_ERRNO;
-	if (writer_preferring(l))
-		r = -(abs ? ursa_rwlock_timedrdlock(&l->wl, clk, abs) : ursa_rwlock_rdlock(&l->wl));
-	else
-		r = rp_lock_slow(l, false, clk, abs);
-	SHIM_RESTORE_ERRNO;
-	return r;
+	return lock_slow(l, false, clk, abs);
 }
 
 static int wrlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *abs)
@@ -239,12 +245,7 @@ static int wrlock(pthread_rwlock_t *pl, clockid_t clk, const struct timespec *ab
 		return r;
 	if (writer_of(l) == self)
 		return EDEADLK;
-	SHIM_SAVE_ERRNO;
-	if (writer_preferring(l))
-		r = -(abs ? ursa_rwlock_timedwrlock(&l->wl, clk, abs) : ursa_rwlock_wrlock(&l->wl));
-	else
-		r = rp_lock_slow(l, true, clk, abs);
-	SHIM_RESTORE_ERRNO;
+	r = lock_slow(l, true, clk, abs);
 	if (!r)
 		set_writer(l, self);
 	return r;

@@ -24,12 +24,22 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #define SHIM_API __attribute__((visibility("default")))
 #define SHIM_HIDDEN __attribute__((visibility("hidden")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* struct shim_NAME overlays the caller's T (it must fit): shim_NAME(p) is
+ * p seen as it. */
+#define SHIM_OVERLAY(name, T)                                                      \
+	_Static_assert(sizeof(struct name) <= sizeof(T), #name " overlay too big"); \
+	static inline struct name *name(T *p)                                      \
+	{                                                                          \
+		return (struct name *)(void *)p;                                   \
+	}
 
 /* ------------------------------------------------------------------ mutex */
 
@@ -58,15 +68,10 @@ struct shim_mutex {
 #define SHIM_MUTEX_SHARED 128
 #define SHIM_MUTEX_GLIBC (16 | 32 | 64)
 
-_Static_assert(sizeof(struct shim_mutex) <= sizeof(pthread_mutex_t), "mutex overlay too big");
+SHIM_OVERLAY(shim_mutex, pthread_mutex_t)
 _Static_assert(__builtin_offsetof(pthread_mutex_t, __data.__kind) ==
 		       __builtin_offsetof(struct shim_mutex, kind),
 	       "mutex kind must sit where glibc's initializers put it");
-
-static inline struct shim_mutex *shim_mutex(pthread_mutex_t *m)
-{
-	return (struct shim_mutex *)(void *)m;
-}
 
 static inline bool kind_is_glibc(int32_t kind)
 {
@@ -100,12 +105,7 @@ struct shim_cond {
 #define SHIM_COND_SHARED 1u
 #define SHIM_COND_MONOTONIC 2u
 
-_Static_assert(sizeof(struct shim_cond) <= sizeof(pthread_cond_t), "cond overlay too big");
-
-static inline struct shim_cond *shim_cond(pthread_cond_t *c)
-{
-	return (struct shim_cond *)(void *)c;
-}
+SHIM_OVERLAY(shim_cond, pthread_cond_t)
 
 /* ----------------------------------------------------------------- rwlock */
 
@@ -136,15 +136,10 @@ struct shim_rwlock {
 	uint32_t kind;      /* 48 */
 };
 
-_Static_assert(sizeof(struct shim_rwlock) <= sizeof(pthread_rwlock_t), "rwlock overlay too big");
+SHIM_OVERLAY(shim_rwlock, pthread_rwlock_t)
 _Static_assert(__builtin_offsetof(pthread_rwlock_t, __data.__flags) ==
 		       __builtin_offsetof(struct shim_rwlock, kind),
 	       "rwlock kind must sit where glibc's initializers put it");
-
-static inline struct shim_rwlock *shim_rwlock(pthread_rwlock_t *l)
-{
-	return (struct shim_rwlock *)(void *)l;
-}
 
 /* ------------------------------------------------------------ glibc's own */
 
@@ -155,24 +150,26 @@ static inline struct shim_rwlock *shim_rwlock(pthread_rwlock_t *l)
  * never allocating (dlsym allocates only to report an error). A race to
  * resolve stores the same pointer twice.
  */
-enum shim_real {
-	REAL_MUTEX_INIT,
-	REAL_MUTEX_DESTROY,
-	REAL_MUTEX_LOCK,
-	REAL_MUTEX_TRYLOCK,
-	REAL_MUTEX_TIMEDLOCK,
-	REAL_MUTEX_CLOCKLOCK,
-	REAL_MUTEX_UNLOCK,
-	REAL_MUTEX_CONSISTENT,
-	REAL_SEM_DESTROY,
-	REAL_SEM_POST,
-	REAL_SEM_GETVALUE,
-	REAL_SEM_WAIT,
-	REAL_SEM_TRYWAIT,
-	REAL_SEM_TIMEDWAIT,
-	REAL_SEM_CLOCKWAIT,
-	REAL_COUNT
-};
+/* X(which, glibc's function): the enum and core.c's names, from one list. */
+#define SHIM_REALS(X)                                                                      \
+	X(REAL_MUTEX_INIT, pthread_mutex_init)                                             \
+	X(REAL_MUTEX_DESTROY, pthread_mutex_destroy)                                       \
+	X(REAL_MUTEX_LOCK, pthread_mutex_lock)                                             \
+	X(REAL_MUTEX_TRYLOCK, pthread_mutex_trylock)                                       \
+	X(REAL_MUTEX_TIMEDLOCK, pthread_mutex_timedlock)                                   \
+	X(REAL_MUTEX_CLOCKLOCK, pthread_mutex_clocklock)                                   \
+	X(REAL_MUTEX_UNLOCK, pthread_mutex_unlock)                                         \
+	X(REAL_MUTEX_CONSISTENT, pthread_mutex_consistent)                                 \
+	X(REAL_SEM_DESTROY, sem_destroy)                                                   \
+	X(REAL_SEM_POST, sem_post)                                                         \
+	X(REAL_SEM_GETVALUE, sem_getvalue)                                                 \
+	X(REAL_SEM_WAIT, sem_wait)                                                         \
+	X(REAL_SEM_TRYWAIT, sem_trywait)                                                   \
+	X(REAL_SEM_TIMEDWAIT, sem_timedwait)                                               \
+	X(REAL_SEM_CLOCKWAIT, sem_clockwait)
+
+#define SHIM_ENUM_(which, name) which,
+enum shim_real { SHIM_REALS(SHIM_ENUM_) REAL_COUNT };
 
 SHIM_HIDDEN void *shim_real(enum shim_real which);
 
@@ -198,27 +195,30 @@ SHIM_HIDDEN void shim_destroy_wait(uint32_t *word, unsigned *round);
  * Call counters, on when URSA_SHIM_STATS=1 is in the environment at load
  * time; printed to stderr at exit. Off, they cost one predictable branch.
  */
-enum shim_stat {
-	ST_MUTEX_LOCK,
-	ST_MUTEX_TRYLOCK,
-	ST_MUTEX_TIMEDLOCK,
-	ST_MUTEX_UNLOCK,
-	ST_MUTEX_GLIBC, /* calls on mutexes handed to glibc */
-	ST_COND_WAIT,
-	ST_COND_TIMEDWAIT,
-	ST_COND_BRIDGED, /* waits bridged through the guard */
-	ST_COND_SIGNAL,
-	ST_COND_BROADCAST,
-	ST_RW_RDLOCK,
-	ST_RW_WRLOCK,
-	ST_RW_UNLOCK,
-	ST_SEM_WAIT,
-	ST_SEM_TRYWAIT,
-	ST_SEM_TIMEDWAIT,
-	ST_SEM_POST,
-	ST_SEM_EINTR,
-	ST_COUNT
-};
+/* X(which, the name in the report), as SHIM_REALS. mutex_glibc counts
+ * calls on mutexes handed to glibc; cond_bridged, waits bridged through
+ * the guard. */
+#define SHIM_STATS(X)                                                                      \
+	X(ST_MUTEX_LOCK, mutex_lock)                                                       \
+	X(ST_MUTEX_TRYLOCK, mutex_trylock)                                                 \
+	X(ST_MUTEX_TIMEDLOCK, mutex_timedlock)                                             \
+	X(ST_MUTEX_UNLOCK, mutex_unlock)                                                   \
+	X(ST_MUTEX_GLIBC, mutex_glibc)                                                     \
+	X(ST_COND_WAIT, cond_wait)                                                         \
+	X(ST_COND_TIMEDWAIT, cond_timedwait)                                               \
+	X(ST_COND_BRIDGED, cond_bridged)                                                   \
+	X(ST_COND_SIGNAL, cond_signal)                                                     \
+	X(ST_COND_BROADCAST, cond_broadcast)                                               \
+	X(ST_RW_RDLOCK, rwlock_rdlock)                                                     \
+	X(ST_RW_WRLOCK, rwlock_wrlock)                                                     \
+	X(ST_RW_UNLOCK, rwlock_unlock)                                                     \
+	X(ST_SEM_WAIT, sem_wait)                                                           \
+	X(ST_SEM_TRYWAIT, sem_trywait)                                                     \
+	X(ST_SEM_TIMEDWAIT, sem_timedwait)                                                 \
+	X(ST_SEM_POST, sem_post)                                                           \
+	X(ST_SEM_EINTR, sem_eintr)
+
+enum shim_stat { SHIM_STATS(SHIM_ENUM_) ST_COUNT };
 
 SHIM_HIDDEN extern bool shim_stats_on;
 SHIM_HIDDEN extern unsigned long shim_stats[ST_COUNT];
@@ -256,6 +256,14 @@ static inline int shim_deadline(const struct timespec *abs, struct timespec *out
 	if (out->tv_sec < 0)
 		out->tv_sec = out->tv_nsec = 0;
 	return 0;
+}
+
+/* An init's first step once its arguments are good: zero the caller's
+ * object (glibc's fields too); returns ursa's init flags for pshared. */
+static inline unsigned shim_reset(void *p, size_t size, int pshared)
+{
+	memset(p, 0, size);
+	return pshared == PTHREAD_PROCESS_SHARED ? URSA_SHARED : 0;
 }
 
 static inline int shim_clock_ok(clockid_t clk)
