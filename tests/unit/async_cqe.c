@@ -91,68 +91,104 @@ static int feed_app(struct io_uring *r, struct ursa_op **done)
 	return ursa_handle_cqe(r, &cqe, done);
 }
 
-/* ---- the condvar's mutex stage ----------------------------------------- */
-
-/* A cond op started holding m: its condvar wait is queued, m is free. */
-static void start_cond_wait(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
-			    struct ursa_op *op)
+/* The op SQE, taken off the queue (the test plays the kernel that
+ * consumed it). */
+static struct io_uring_sqe take_op(struct io_uring *r)
 {
-	ursa_cond_init(c, 0);
+	struct io_uring_sqe s = *op_sqe(r);
+	drop_queued(r);
+	return s;
+}
+
+/* Feed the op SQE's CQE with res: the op goes on waiting. */
+static void feed_waits(struct io_uring *r, const struct io_uring_sqe *s, int res, const char *why)
+{
+	struct ursa_op *done = (void *)1;
+	cr_assert_eq(feed(r, s, res, &done), 1);
+	cr_assert_null(done, "%s (res %d)", why, res);
+}
+
+/* Feed the op SQE's CQE with res: op finishes with want. */
+static void feed_finishes(struct io_uring *r, const struct io_uring_sqe *s, int res,
+			  struct ursa_op *op, int want)
+{
+	struct ursa_op *done = NULL;
+	cr_assert_eq(feed(r, s, res, &done), 1);
+	cr_assert_eq(done, op, "the %d CQE must finish the op", res);
+	cr_assert_eq(op->res, want, "res %d for a %d CQE, want %d", op->res, res, want);
+}
+
+/* A disabled ring of 16, a mutex this thread holds and a fresh op. */
+static void held_mutex(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)
+{
+	dis_ring(r, 16);
 	ursa_mutex_init(m, 0);
 	cr_assert_eq(ursa_mutex_lock(m), 0);
-	cr_assert_eq(ursa_cond_wait_async(r, c, m, op), 0);
+	memset(op, 0, sizeof(*op));
+}
+
+/* ---- the condvar's mutex stage ----------------------------------------- */
+
+struct cw {
+	struct io_uring r;
+	ursa_cond_t c;
+	ursa_mutex_t m;
+	struct ursa_op op;
+};
+
+/* A cond op started holding m: its condvar wait is queued, m is free. */
+static void start_cond_wait(struct cw *x, unsigned entries)
+{
+	dis_ring(&x->r, entries);
+	memset(&x->op, 0, sizeof(x->op));
+	ursa_cond_init(&x->c, 0);
+	ursa_mutex_init(&x->m, 0);
+	cr_assert_eq(ursa_mutex_lock(&x->m), 0);
+	cr_assert_eq(ursa_cond_wait_async(&x->r, &x->c, &x->m, &x->op), 0);
 }
 
 /* A cond op whose wait is over (signalled) and whose mutex is held by
  * someone else: its mutex-stage FUTEX_WAIT is queued. */
-static void cond_to_mutex_stage(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m,
-				struct ursa_op *op)
+static void cond_to_mutex_stage(struct cw *x)
 {
-	start_cond_wait(r, c, m, op);
-	struct io_uring_sqe *s = op_sqe(r);
+	start_cond_wait(x, 16);
+	struct io_uring_sqe *s = op_sqe(&x->r);
 	cr_assert_eq(s->opcode, IORING_OP_FUTEX_WAIT);
-	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)c, "waits on the condvar first");
-	cr_assert_eq(ursa_cond_signal(c), 0);
-	cr_assert_eq(ursa_mutex_lock(m), 0, "another party takes the mutex");
-	drop_queued(r);
-	struct ursa_op *done = (void *)1;
-	cr_assert_eq(feed(r, s, 0, &done), 1);
-	cr_assert_null(done, "the op must wait for its mutex");
-	s = op_sqe(r);
-	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)m, "now waits on the mutex");
+	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)&x->c, "waits on the condvar first");
+	cr_assert_eq(ursa_cond_signal(&x->c), 0);
+	cr_assert_eq(ursa_mutex_lock(&x->m), 0, "another party takes the mutex");
+	struct io_uring_sqe copy = take_op(&x->r);
+	feed_waits(&x->r, &copy, 0, "the op must wait for its mutex");
+	s = op_sqe(&x->r);
+	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)&x->m, "now waits on the mutex");
+}
+
+/* The op finished holding m (its result checked before); nothing is left
+ * registered on either object. */
+static void cond_done(struct cw *x)
+{
+	cr_assert_eq(ursa_mutex_unlock(&x->m), 0, "the op held m");
+	cr_assert_eq(ursa_mutex_destroy(&x->m), 0, "no registration left behind");
+	cr_assert_eq(ursa_cond_destroy(&x->c), 0, "registration undone");
+	io_uring_queue_exit(&x->r);
 }
 
 /* Defect: an error CQE in the mutex stage finished the op without its
  * mutex, while another party held it. */
 Test(async_cqe, cond_mutex_stage_error_cqe_keeps_waiting)
 {
-	struct io_uring r;
-	dis_ring(&r, 16);
-	ursa_cond_t c;
-	ursa_mutex_t m;
-	struct ursa_op op = URSA_OP_INIT;
-	cond_to_mutex_stage(&r, &c, &m, &op);
+	static struct cw x;
+	cond_to_mutex_stage(&x);
 	for (int i = 0; i < 3; i++) {
-		struct io_uring_sqe *s = op_sqe(&r);
-		drop_queued(&r);
-		struct ursa_op *done = (void *)1;
-		cr_assert_eq(feed(&r, s, -ENOMEM, &done), 1);
-		cr_assert_null(done, "finished (res %d) while another party holds the mutex",
-			       op.res);
+		struct io_uring_sqe s = take_op(&x.r);
+		feed_waits(&x.r, &s, -ENOMEM, "finished while another party holds the mutex");
 	}
 	/* The other party unlocks; the op's next CQE takes the mutex. */
-	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	struct io_uring_sqe *s = op_sqe(&r);
-	drop_queued(&r);
-	struct ursa_op *done = NULL;
-	cr_assert_eq(feed(&r, s, 0, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, 0);
-	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "the op holds the mutex");
-	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	cr_assert_eq(ursa_mutex_destroy(&m), 0, "no registration left behind");
-	cr_assert_eq(ursa_cond_destroy(&c), 0);
-	io_uring_queue_exit(&r);
+	cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
+	struct io_uring_sqe s = take_op(&x.r);
+	feed_finishes(&x.r, &s, 0, &x.op, 0);
+	cr_assert_eq(ursa_mutex_trylock(&x.m), -EBUSY, "the op holds the mutex");
+	cond_done(&x);
 }
 
 /* Defect: with the SQ full and io_uring_enter refusing, the mutex stage
@@ -161,98 +197,63 @@ Test(async_cqe, cond_mutex_stage_error_cqe_keeps_waiting)
  * blocked, and the next ursa_handle_cqe on the ring re-arms it. */
 Test(async_cqe, cond_mutex_stage_refused_submission_parks, .timeout = 20)
 {
-	struct io_uring r;
-	dis_ring(&r, 4);
-	ursa_cond_t c;
-	ursa_mutex_t m;
-	struct ursa_op op = URSA_OP_INIT;
-	start_cond_wait(&r, &c, &m, &op);
-	struct io_uring_sqe *s = op_sqe(&r);
-	struct io_uring_sqe copy = *s;
-	cr_assert_eq(ursa_cond_signal(&c), 0);
-	cr_assert_eq(ursa_mutex_lock(&m), 0, "another party takes the mutex");
+	static struct cw x;
+	start_cond_wait(&x, 4);
+	struct io_uring_sqe copy = *op_sqe(&x.r);
+	cr_assert_eq(ursa_cond_signal(&x.c), 0);
+	cr_assert_eq(ursa_mutex_lock(&x.m), 0, "another party takes the mutex");
 	/* Fill the SQ: no room for the mutex stage's wait, and the disabled
 	 * ring refuses the submit that would make room. */
-	while (io_uring_get_sqe(&r))
+	while (io_uring_get_sqe(&x.r))
 		;
-	cr_assert_eq(io_uring_sq_space_left(&r), 0);
-	struct ursa_op *done = (void *)1;
-	cr_assert_eq(feed(&r, &copy, 0, &done), 1, "must not block the loop");
-	cr_assert_null(done);
-	cr_assert_eq(ursa_mutex_destroy(&m), -EBUSY, "the op waits for m");
+	cr_assert_eq(io_uring_sq_space_left(&x.r), 0);
+	feed_waits(&x.r, &copy, 0, "must not block the loop");
+	cr_assert_eq(ursa_mutex_destroy(&x.m), -EBUSY, "the op waits for m");
 	/* Room again: the next CQE of the ring (any, the app's here) re-arms. */
-	drop_queued(&r);
-	done = (void *)1;
-	cr_assert_eq(feed_app(&r, &done), 0, "the app's CQE stays the app's");
+	drop_queued(&x.r);
+	struct ursa_op *done = (void *)1;
+	cr_assert_eq(feed_app(&x.r, &done), 0, "the app's CQE stays the app's");
 	cr_assert_null(done);
-	s = op_sqe(&r);
-	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)&m, "re-armed on the mutex");
-	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	drop_queued(&r);
-	cr_assert_eq(feed(&r, s, -EAGAIN, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, 0);
-	cr_assert_eq(ursa_mutex_unlock(&m), 0, "the op held m");
-	cr_assert_eq(ursa_mutex_destroy(&m), 0, "no registration leaked");
-	cr_assert_eq(ursa_cond_destroy(&c), 0);
-	io_uring_queue_exit(&r);
+	struct io_uring_sqe *s = op_sqe(&x.r);
+	cr_assert_eq((void *)(uintptr_t)s->addr, (void *)&x.m, "re-armed on the mutex");
+	cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
+	copy = take_op(&x.r);
+	feed_finishes(&x.r, &copy, -EAGAIN, &x.op, 0);
+	cond_done(&x);
 }
 
 /* The condvar stage itself: an error CQE ends the wait with that error,
  * and the op still finishes holding m. */
 Test(async_cqe, cond_wait_stage_error_cqe_relocks)
 {
-	struct io_uring r;
-	dis_ring(&r, 16);
-	ursa_cond_t c;
-	ursa_mutex_t m;
-	struct ursa_op op = URSA_OP_INIT;
-	start_cond_wait(&r, &c, &m, &op);
-	struct io_uring_sqe *s = op_sqe(&r);
-	drop_queued(&r);
-	struct ursa_op *done = NULL;
-	cr_assert_eq(feed(&r, s, -ENOMEM, &done), 1);
-	cr_assert_eq(done, &op, "m was free: the op re-took it at once");
-	cr_assert_eq(op.res, -ENOMEM);
-	cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY, "finished holding m");
-	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	cr_assert_eq(ursa_cond_destroy(&c), 0, "registration undone");
-	cr_assert_eq(ursa_mutex_destroy(&m), 0);
-	io_uring_queue_exit(&r);
+	static struct cw x;
+	start_cond_wait(&x, 16);
+	struct io_uring_sqe s = take_op(&x.r);
+	/* m was free: the op re-took it at once. */
+	feed_finishes(&x.r, &s, -ENOMEM, &x.op, -ENOMEM);
+	cr_assert_eq(ursa_mutex_trylock(&x.m), -EBUSY, "finished holding m");
+	cond_done(&x);
 }
 
 /* Cancel and timeout of the condvar stage go through the mutex stage,
  * which ignores both. */
 Test(async_cqe, cond_cancel_then_mutex_stage_ignores_cancel)
 {
-	struct io_uring r;
-	dis_ring(&r, 16);
-	ursa_cond_t c;
-	ursa_mutex_t m;
-	struct ursa_op op = URSA_OP_INIT;
-	start_cond_wait(&r, &c, &m, &op);
-	struct io_uring_sqe *s = op_sqe(&r);
-	struct io_uring_sqe copy = *s;
-	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
-	cr_assert_eq(sqe_back(&r, 0)->opcode, IORING_OP_ASYNC_CANCEL);
-	cr_assert_eq(sqe_back(&r, 0)->addr, copy.user_data, "cancels the op's wait");
-	cr_assert_eq(ursa_mutex_lock(&m), 0, "another party takes the mutex");
-	drop_queued(&r);
-	struct ursa_op *done = (void *)1;
-	cr_assert_eq(feed(&r, &copy, -ECANCELED, &done), 1);
-	cr_assert_null(done, "waits for its mutex");
-	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "a cancel now is ignored");
-	cr_assert_eq(queued(&r), 1, "and queues nothing (only the mutex wait)");
-	s = op_sqe(&r);
-	cr_assert_eq(ursa_mutex_unlock(&m), 0);
-	drop_queued(&r);
-	cr_assert_eq(feed(&r, s, 0, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, -ECANCELED);
-	cr_assert_eq(ursa_mutex_unlock(&m), 0, "the op held m");
-	cr_assert_eq(ursa_cond_destroy(&c), 0);
-	cr_assert_eq(ursa_mutex_destroy(&m), 0);
-	io_uring_queue_exit(&r);
+	static struct cw x;
+	start_cond_wait(&x, 16);
+	struct io_uring_sqe copy = *op_sqe(&x.r);
+	cr_assert_eq(ursa_op_cancel(&x.r, &x.op), 0);
+	cr_assert_eq(sqe_back(&x.r, 0)->opcode, IORING_OP_ASYNC_CANCEL);
+	cr_assert_eq(sqe_back(&x.r, 0)->addr, copy.user_data, "cancels the op's wait");
+	cr_assert_eq(ursa_mutex_lock(&x.m), 0, "another party takes the mutex");
+	drop_queued(&x.r);
+	feed_waits(&x.r, &copy, -ECANCELED, "waits for its mutex");
+	cr_assert_eq(ursa_op_cancel(&x.r, &x.op), 0, "a cancel now is ignored");
+	cr_assert_eq(queued(&x.r), 1, "and queues nothing (only the mutex wait)");
+	cr_assert_eq(ursa_mutex_unlock(&x.m), 0);
+	copy = take_op(&x.r);
+	feed_finishes(&x.r, &copy, 0, &x.op, -ECANCELED);
+	cond_done(&x);
 }
 
 /* ---- plain ops: each CQE result at each state --------------------------- */
@@ -307,6 +308,26 @@ union obj {
 	ursa_event_t e;
 };
 
+/* A disabled ring of entries and p's object, held, with op started on it. */
+static void prim_start(const struct prim *p, struct io_uring *r, unsigned entries, union obj *o,
+		       struct ursa_op *op)
+{
+	dis_ring(r, entries);
+	memset(o, 0, sizeof(*o));
+	p->init(o);
+	p->hold(o);
+	memset(op, 0, sizeof(*op));
+	cr_assert_eq(p->start(r, o, op), 0, "%s: start", p->name);
+}
+
+/* After the op gave up: release p's object and undo a manual event's set. */
+static void prim_release(const struct prim *p, union obj *o)
+{
+	p->release(o);
+	if (p->undo == ev_reset)
+		ev_reset(o);
+}
+
 /* res: the CQE result fed to an armed op whose object is still held. A
  * kernel error ends it with that error; -EAGAIN, 0 and a -ECANCELED that
  * neither ursa_op_cancel nor the op's deadline explains (a stale linked
@@ -315,36 +336,25 @@ union obj {
 static void one_result(const struct prim *p, int res)
 {
 	struct io_uring r;
-	dis_ring(&r, 16);
 	union obj o;
-	memset(&o, 0, sizeof(o));
-	p->init(&o);
-	p->hold(&o);
-	struct ursa_op op = URSA_OP_INIT;
-	cr_assert_eq(p->start(&r, &o, &op), 0, "%s: start", p->name);
-	struct io_uring_sqe *s = op_sqe(&r);
-	drop_queued(&r);
-	struct ursa_op *done = (void *)1;
-	cr_assert_eq(feed(&r, s, res, &done), 1);
+	struct ursa_op op;
+	cr_log_info("%s, CQE result %d", p->name, res);
+	prim_start(p, &r, 16, &o, &op);
+	struct io_uring_sqe s = take_op(&r);
 	if (res == 0 || res == -EAGAIN || res == -ECANCELED) {
-		cr_assert_null(done, "%s: re-armed after %d", p->name, res);
-		s = op_sqe(&r);
-		drop_queued(&r);
+		feed_waits(&r, &s, res, "re-armed");
+		s = take_op(&r);
 		p->release(&o);
-		cr_assert_eq(feed(&r, s, 0, &done), 1);
-		cr_assert_eq(done, &op);
-		cr_assert_eq(op.res, 0, "%s", p->name);
+		feed_finishes(&r, &s, 0, &op, 0);
 		p->undo(&o);
 	} else {
-		cr_assert_eq(done, &op, "%s: finished on %d", p->name, res);
-		cr_assert_eq(op.res, res, "%s: res %d for a %d CQE", p->name, op.res, res);
-		p->release(&o);
-		if (p->undo == ev_reset)
-			ev_reset(&o);
+		feed_finishes(&r, &s, res, &op, res);
+		prim_release(p, &o);
 	}
 	cr_assert_eq(p->destroy(&o), 0, "%s: left registered or held after %d", p->name, res);
 	/* Exactly once: the same CQE again names no op in flight. */
-	cr_assert_eq(feed(&r, s, 0, &done), -EINVAL);
+	struct ursa_op *done = NULL;
+	cr_assert_eq(feed(&r, &s, 0, &done), -EINVAL);
 	cr_assert_null(done);
 	io_uring_queue_exit(&r);
 }
@@ -364,23 +374,15 @@ Test(async_cqe, rearm_refused_gives_up_cleanly)
 	for (size_t i = 0; i < sizeof(prims) / sizeof(prims[0]); i++) {
 		const struct prim *p = &prims[i];
 		struct io_uring r;
-		dis_ring(&r, 4);
 		union obj o;
-		memset(&o, 0, sizeof(o));
-		p->init(&o);
-		p->hold(&o);
-		struct ursa_op op = URSA_OP_INIT;
-		cr_assert_eq(p->start(&r, &o, &op), 0);
+		struct ursa_op op;
+		cr_log_info("%s", p->name);
+		prim_start(p, &r, 4, &o, &op);
 		struct io_uring_sqe copy = *op_sqe(&r);
 		while (io_uring_get_sqe(&r))
 			;
-		struct ursa_op *done = NULL;
-		cr_assert_eq(feed(&r, &copy, -EAGAIN, &done), 1);
-		cr_assert_eq(done, &op, "%s", p->name);
-		cr_assert_eq(op.res, -EBUSY, "%s: res %d", p->name, op.res);
-		p->release(&o);
-		if (p->undo == ev_reset)
-			ev_reset(&o);
+		feed_finishes(&r, &copy, -EAGAIN, &op, -EBUSY);
+		prim_release(p, &o);
 		cr_assert_eq(p->destroy(&o), 0, "%s: registration leaked", p->name);
 		io_uring_queue_exit(&r);
 	}
@@ -391,23 +393,18 @@ Test(async_cqe, rearm_refused_gives_up_cleanly)
 Test(async_cqe, linked_timeout_is_etimedout)
 {
 	struct io_uring r;
-	dis_ring(&r, 16);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	mx_hold(&m);
-	struct ursa_op op = URSA_OP_INIT;
+	ursa_mutex_t m;
+	struct ursa_op op;
+	held_mutex(&r, &m, &op);
 	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 30);
 	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
 	cr_assert_eq(queued(&r), 2, "the wait and its linked timeout");
 	cr_assert_eq(sqe_back(&r, 0)->opcode, IORING_OP_LINK_TIMEOUT);
 	cr_assert(sqe_back(&r, 1)->flags & IOSQE_IO_LINK);
-	struct io_uring_sqe copy = *op_sqe(&r);
-	drop_queued(&r);
+	struct io_uring_sqe copy = take_op(&r);
 	t_sleep_ms(40);
-	struct ursa_op *done = NULL;
-	cr_assert_eq(feed(&r, &copy, -ECANCELED, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, -ETIMEDOUT);
+	feed_finishes(&r, &copy, -ECANCELED, &op, -ETIMEDOUT);
 	mx_release(&m);
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
 	io_uring_queue_exit(&r);
@@ -418,10 +415,9 @@ Test(async_cqe, linked_timeout_is_etimedout)
 Test(async_cqe, reused_op_forgets_its_deadline)
 {
 	struct io_uring r;
-	dis_ring(&r, 16);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	mx_hold(&m);
-	struct ursa_op op = URSA_OP_INIT;
+	ursa_mutex_t m;
+	struct ursa_op op;
+	held_mutex(&r, &m, &op);
 	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
 	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
@@ -429,13 +425,9 @@ Test(async_cqe, reused_op_forgets_its_deadline)
 	/* Reuse, no deadline: it must wait, with no linked timeout. */
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0, "reused op timed out at once");
 	cr_assert_eq(queued(&r), 1, "no linked timeout on the reused op");
-	struct io_uring_sqe copy = *op_sqe(&r);
-	drop_queued(&r);
+	struct io_uring_sqe copy = take_op(&r);
 	mx_release(&m);
-	struct ursa_op *done = NULL;
-	cr_assert_eq(feed(&r, &copy, 0, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, 0);
+	feed_finishes(&r, &copy, 0, &op, 0);
 	mx_release(&m);
 	io_uring_queue_exit(&r);
 }
@@ -447,11 +439,10 @@ Test(async_cqe, reused_op_forgets_its_deadline)
 Test(async_cqe, cancel_on_wrong_ring_is_einval)
 {
 	struct io_uring r, other;
-	dis_ring(&r, 16);
+	ursa_mutex_t m;
+	struct ursa_op op;
+	held_mutex(&r, &m, &op);
 	dis_ring(&other, 16);
-	ursa_mutex_t m = URSA_MUTEX_INIT;
-	mx_hold(&m);
-	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
 	struct io_uring_sqe copy = *op_sqe(&r);
 	cr_assert_eq(ursa_op_cancel(&other, &op), -EINVAL);
@@ -461,9 +452,7 @@ Test(async_cqe, cancel_on_wrong_ring_is_einval)
 	drop_queued(&r);
 	struct ursa_op *done = NULL;
 	cr_assert_eq(feed(&other, &copy, -ECANCELED, &done), -EINVAL, "a CQE from another ring");
-	cr_assert_eq(feed(&r, &copy, -ECANCELED, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, -ECANCELED);
+	feed_finishes(&r, &copy, -ECANCELED, &op, -ECANCELED);
 	mx_release(&m);
 	cr_assert_eq(ursa_mutex_destroy(&m), 0);
 	io_uring_queue_exit(&r);
@@ -487,12 +476,8 @@ Test(async_cqe, waitq_bad_slot_is_einval_from_the_starter)
 	cr_assert_eq(ursa_waitq_prepare(q, 1, 7), 0);
 	cr_assert_eq(ursa_waitq_wait_async(&r, q, 1, &op), 0, "a prepared slot waits");
 	cr_assert_eq(ursa_waitq_wake_slot(q, 1, NULL), 1);
-	struct io_uring_sqe copy = *op_sqe(&r);
-	drop_queued(&r);
-	struct ursa_op *done = NULL;
-	cr_assert_eq(feed(&r, &copy, 0, &done), 1);
-	cr_assert_eq(done, &op);
-	cr_assert_eq(op.res, 0);
+	struct io_uring_sqe copy = take_op(&r);
+	feed_finishes(&r, &copy, 0, &op, 0);
 	free(q);
 	io_uring_queue_exit(&r);
 }

@@ -106,11 +106,11 @@ static int round_child(long stagger_us)
 	return atomic_load(&bad) ? 1 : 0;
 }
 
-static void rounds(int n, long stagger_us)
+/* The reference answer (want), asked by one thread alone — in a child, so
+ * this process's cache stays empty and each later child (a fork of it)
+ * starts with none. Skips the test without the io_uring futex ops. */
+static void reference_answer(void)
 {
-	/* The reference answer, asked by one thread alone — in a child, so
-	 * this process's cache stays empty and each round's child (a fork of
-	 * it) starts with none. */
 	struct ursa_features *ref = t_shared_alloc(sizeof(*ref));
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -123,18 +123,32 @@ static void rounds(int n, long stagger_us)
 	t_shared_free(ref, sizeof(*ref));
 	if (!want.uring_futex)
 		cr_skip_test("no io_uring futex ops on this kernel");
+}
+
+/* Run child(arg) in a fresh child (fresh cache); its exit status, asserting
+ * it exited. */
+static int in_child(int (*child)(long), long arg)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(child(arg));
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "child died (status %#x)", st);
+	return WEXITSTATUS(st);
+}
+
+static void rounds(int n, long stagger_us)
+{
+	reference_answer();
 	for (int r = 0; r < n; r++) {
-		pid = fork();
-		cr_assert_geq(pid, 0);
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			_exit(round_child(stagger_us));
-		}
-		cr_assert_eq(waitpid(pid, &st, 0), pid);
-		cr_assert(WIFEXITED(st), "round %d: child died (status %#x)", r, st);
-		cr_assert_eq(WEXITSTATUS(st), 0,
+		int st = in_child(round_child, stagger_us);
+		cr_assert_eq(st, 0,
 			     "round %d: a caller got a wrong probe answer or -EOPNOTSUPP (exit %d)",
-			     r, WEXITSTATUS(st));
+			     r, st);
 	}
 }
 
@@ -167,8 +181,9 @@ Test(probe, null)
  * answers "no ring" and the async starters -EOPNOTSUPP; with the limit
  * back, the next probe and the next start see the ring again. In a child,
  * whose cache starts empty. */
-static int transient_child(void)
+static int transient_child(long unused)
 {
+	(void)unused;
 	struct ursa_features f;
 	struct io_uring ring;
 	if (io_uring_queue_init(8, &ring, 0) < 0)
@@ -221,27 +236,7 @@ static int transient_child(void)
 Test(probe, transient_refusal_is_not_cached)
 {
 	unsetenv("URSA_TEST_PROBE_DELAY_US");
-	/* The reference answer from a child, so this process's cache (which
-	 * the next child inherits) stays empty. */
-	struct ursa_features *ref = t_shared_alloc(sizeof(*ref));
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(ursa_probe(ref) == 0 ? 0 : 1);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	want = *ref;
-	t_shared_free(ref, sizeof(*ref));
-	if (!want.uring_futex)
-		cr_skip_test("no io_uring futex ops on this kernel");
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(transient_child());
-	}
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st), "child died (status %#x)", st);
-	cr_assert_eq(WEXITSTATUS(st), 0, "step %d failed (see transient_child)", WEXITSTATUS(st));
+	reference_answer();
+	int st = in_child(transient_child, 0);
+	cr_assert_eq(st, 0, "step %d failed (see transient_child)", st);
 }
