@@ -200,7 +200,9 @@ static void sem_cancel_storm(unsigned flags)
 	/* Storm for as long as the posts go on (and at least 300 rounds),
 	 * cancelling a random half of what is in flight. */
 	storm(&r, s,
-	      &(struct storm){st_sem, &g_sem, sem_at_once, sem_done, 12345, 2, 1, 300, &g_posted});
+	      &(struct storm){.start = st_sem, .obj = &g_sem, .at_once = sem_at_once,
+			      .on_done = sem_done, .seed = 12345, .mod = 2, .pick = 1,
+			      .rounds = 300, .until = &g_posted});
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cancel_all(&r, s, sem_done);
 	/* Units conserved: taken by ops + left in the semaphore == posted. */
@@ -274,7 +276,10 @@ Test(fault_ring, mutex_cancel_storm)
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, locker, NULL), 0);
 	/* 300 rounds cancelling a random third of what is in flight. */
-	storm(&r, s, &(struct storm){st_mutex, &g_m, hold_release, mutex_done, 777, 3, 0, 300, NULL});
+	storm(&r, s,
+	      &(struct storm){.start = st_mutex, .obj = &g_m, .at_once = hold_release,
+			      .on_done = mutex_done, .seed = 777, .mod = 3, .pick = 0,
+			      .rounds = 300});
 	atomic_store(&g_stop, true);
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cancel_all(&r, s, mutex_done);
