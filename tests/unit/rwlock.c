@@ -342,15 +342,22 @@ Test(rwlock, write_unlock_wakes_all_readers)
 	check_wake_all_readers(URSA_SHARED);
 }
 
+/* Take the lock (write or read), draw a ticket (the order of entry) into
+ * *ticket, release it. */
+static void take_ticket(struct wake_ctx *x, bool write, int *ticket)
+{
+	if ((write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l)) != 0)
+		atomic_fetch_add(&x->errors, 1);
+	*ticket = atomic_fetch_add(&x->order, 1);
+	if ((write ? ursa_rwlock_wrunlock(&x->l) : ursa_rwlock_rdunlock(&x->l)) != 0)
+		atomic_fetch_add(&x->errors, 1);
+}
+
 static void *ticket_writer(void *arg)
 {
 	struct wake_ctx *x = arg;
 	atomic_store(&x->writer_tid, gettid());
-	if (ursa_rwlock_wrlock(&x->l) != 0)
-		atomic_fetch_add(&x->errors, 1);
-	x->writer_ticket = atomic_fetch_add(&x->order, 1);
-	if (ursa_rwlock_wrunlock(&x->l) != 0)
-		atomic_fetch_add(&x->errors, 1);
+	take_ticket(x, true, &x->writer_ticket);
 	return NULL;
 }
 
@@ -358,12 +365,45 @@ static void *ticket_reader(void *arg)
 {
 	struct wake_ctx *x = arg;
 	atomic_fetch_add(&x->started, 1);
-	if (ursa_rwlock_rdlock(&x->l) != 0)
-		atomic_fetch_add(&x->errors, 1);
-	x->reader_ticket = atomic_fetch_add(&x->order, 1);
-	if (ursa_rwlock_rdunlock(&x->l) != 0)
-		atomic_fetch_add(&x->errors, 1);
+	take_ticket(x, false, &x->reader_ticket);
 	return NULL;
+}
+
+/* A fresh x->l, read-held by this thread, and a ticket writer started on it. */
+static pthread_t start_ticket_writer(struct wake_ctx *x, unsigned flags)
+{
+	memset(x, 0, sizeof(*x));
+	cr_assert_eq(ursa_rwlock_init(&x->l, flags), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&x->l), 0);
+	pthread_t w;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, x), 0);
+	return w;
+}
+
+/* Readers are refused (a writer waits), though only readers hold it. */
+static void wait_readers_refused(ursa_rwlock_t *l)
+{
+	int r;
+	while ((r = ursa_rwlock_tryrdlock(l)) == 0)
+		cr_assert_eq(ursa_rwlock_rdunlock(l), 0);
+	cr_assert_eq(r, -EBUSY);
+}
+
+/* With writer w asleep, a ticket reader comes and waits too; this thread's
+ * read unlock must let the writer in first. */
+static void writer_before_new_reader(struct wake_ctx *x, pthread_t w, const char *why)
+{
+	wait_thread_sleeping(&x->writer_tid);
+	pthread_t r;
+	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, x), 0);
+	wait_state_bits(&x->l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
+	cr_assert_eq(ursa_rwlock_rdunlock(&x->l), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(pthread_join(r, NULL), 0);
+	cr_assert_eq(atomic_load(&x->errors), 0);
+	cr_assert_eq(x->writer_ticket, 0, "%s", why);
+	cr_assert_eq(x->reader_ticket, 1);
+	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 }
 
 /* A waiting writer shuts out new readers, and gets the lock before them
@@ -371,30 +411,16 @@ static void *ticket_reader(void *arg)
 static void check_writer_preference(unsigned flags)
 {
 	static struct wake_ctx x;
-	memset(&x, 0, sizeof(x));
-	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
-	cr_assert_eq(ursa_rwlock_rdlock(&x.l), 0);
-	pthread_t w, r;
-	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	pthread_t w = start_ticket_writer(&x, flags);
 	/* Once the writer waits, new readers are refused, even though only
 	 * readers hold the lock. */
-	while (ursa_rwlock_tryrdlock(&x.l) == 0)
-		cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	wait_readers_refused(&x.l);
 	cr_assert_eq(ursa_rwlock_tryrdlock(&x.l), -EBUSY);
 	cr_assert_eq(ursa_rwlock_destroy(&x.l), -EBUSY);
 	/* The writer must be asleep when the last reader leaves: a writer
 	 * still on its way to sleep is not counted by the wake, and then the
 	 * unlocker wakes the readers too (by design), so the order is open. */
-	wait_thread_sleeping(&x.writer_tid);
-	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, &x), 0);
-	wait_state_bits(&x.l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
-	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
-	cr_assert_eq(pthread_join(w, NULL), 0);
-	cr_assert_eq(pthread_join(r, NULL), 0);
-	cr_assert_eq(atomic_load(&x.errors), 0);
-	cr_assert_eq(x.writer_ticket, 0, "the waiting writer went first");
-	cr_assert_eq(x.reader_ticket, 1);
-	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	writer_before_new_reader(&x, w, "the waiting writer went first");
 }
 
 Test(rwlock, waiting_writer_goes_before_new_readers)
@@ -455,29 +481,13 @@ Test(rwlock, timed_out_writer_stops_blocking_readers)
 static void check_live_writer_survives_timeout(unsigned flags)
 {
 	static struct wake_ctx x;
-	memset(&x, 0, sizeof(x));
-	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
-	cr_assert_eq(ursa_rwlock_rdlock(&x.l), 0);
-	pthread_t w, r;
-	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	pthread_t w = start_ticket_writer(&x, flags);
 	wait_state_bits(&x.l, T_RW_WRITERS_WAITING);
 	wait_thread_sleeping(&x.writer_tid);
 	cr_assert_eq(in_thread(timed_writer_20ms, &x.l), -ETIMEDOUT);
 	/* The live writer re-announces itself: readers are refused again. */
-	int r_ok;
-	while ((r_ok = ursa_rwlock_tryrdlock(&x.l)) == 0)
-		cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
-	cr_assert_eq(r_ok, -EBUSY);
-	wait_thread_sleeping(&x.writer_tid);
-	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, &x), 0);
-	wait_state_bits(&x.l, T_RW_READERS_WAITING | T_RW_WRITERS_WAITING);
-	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
-	cr_assert_eq(pthread_join(w, NULL), 0);
-	cr_assert_eq(pthread_join(r, NULL), 0);
-	cr_assert_eq(atomic_load(&x.errors), 0);
-	cr_assert_eq(x.writer_ticket, 0, "the live writer went first");
-	cr_assert_eq(x.reader_ticket, 1);
-	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	wait_readers_refused(&x.l);
+	writer_before_new_reader(&x, w, "the live writer went first");
 }
 
 Test(rwlock, live_writer_keeps_preference_after_another_times_out)
