@@ -61,7 +61,8 @@ struct opts {
 	const char *csv;
 	const char *plot;
 	const char *dir;
-	bool quick, buffered, recreate, unsafe, sweep, no_prefetch, procs, no_fixed;
+	bool quick, buffered, recreate, unsafe, sweep, no_prefetch, procs, no_fixed,
+	    eager_submit;
 	/* which options the command line gave (a preset fills the others) */
 	bool set_workers, set_inflight, set_write_pct, set_theta, set_hot, set_txn_pages;
 };
@@ -100,6 +101,9 @@ static void usage(FILE *f)
 	       "                    locks and wait queues (PostgreSQL's model)\n"
 	       "  --no-fixed        ring: plain reads and writes instead of fixed-buffer ones\n"
 	       "                    on the pool's frames registered with each loop's ring\n"
+	       "  --eager-submit    ring: submit the SQEs queued by every round of ready\n"
+	       "                    transactions at once, instead of holding them for one\n"
+	       "                    more round while transactions are still ready\n"
 	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
 	       "  --loops N         ring: event loops (default CPUs)\n"
 	       "  --file-mb N       data file size (default 64)\n"
@@ -175,7 +179,8 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 		O_HOT,
 		O_NO_PREFETCH,
 		O_PROCS,
-		O_NO_FIXED
+		O_NO_FIXED,
+		O_EAGER_SUBMIT
 	};
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE},
@@ -204,6 +209,7 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 	    {"no-prefetch", no_argument, 0, O_NO_PREFETCH},
 	    {"procs", no_argument, 0, O_PROCS},
 	    {"no-fixed", no_argument, 0, O_NO_FIXED},
+	    {"eager-submit", no_argument, 0, O_EAGER_SUBMIT},
 	    {0, 0, 0, 0},
 	};
 	int cpus = ncpus();
@@ -270,6 +276,9 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_NO_FIXED:
 			o->no_fixed = true;
+			break;
+		case O_EAGER_SUBMIT:
+			o->eager_submit = true;
 			break;
 		case O_PRESET:
 			if (strcmp(optarg, "default") && strcmp(optarg, "contended"))
@@ -938,6 +947,7 @@ int main(int argc, char **argv)
 	    .prefetch = !o.no_prefetch,
 	    .procs = o.procs,
 	    .no_fixed = o.no_fixed,
+	    .eager_submit = o.eager_submit,
 	    .npages = (uint64_t)o.file_mb * (1024 * 1024 / BP_PAGE_SIZE),
 	};
 	c.nbufs = (uint32_t)(o.pool_pages > 0 ? (uint64_t)o.pool_pages : c.npages / 4);

@@ -68,6 +68,7 @@ struct bp_config {
 	double theta;	/* zipf skew */
 	bool unsafe;	/* self-test: writers take the content lock SHARED */
 	bool no_fixed;	/* ring: plain reads and writes, no registered buffers */
+	bool eager_submit; /* ring: submit after every round (no holding back) */
 	bool procs;	/* workers are forked processes over a MAP_SHARED pool,
 			 * process-shared locks (PostgreSQL's model) */
 	bool prefetch;	/* engines with async reads start a transaction by

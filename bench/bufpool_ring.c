@@ -27,8 +27,10 @@
  *          page wake, in whichever loop they are.
  *
  * So one thread waits for lock handovers and disk I/O together, in one
- * io_uring_enter per loop iteration, and a lock held by a transaction that
- * is itself waiting for I/O stalls only the transactions that need it.
+ * io_uring_enter per loop iteration at most (the SQEs of a round are held
+ * for one more round while transactions are still ready, so that two
+ * rounds' reads share one submission), and a lock held by a transaction
+ * that is itself waiting for I/O stalls only the transactions that need it.
  *
  * Buffer header locks are held for a few instructions and never across a
  * wait, so, as in PostgreSQL (a spinlock there), the loop takes them with
@@ -53,6 +55,7 @@
 #include <ursa/waitq.h>
 
 #define NWQ 16u
+#define HOLD_MAX 16u /* a round's SQEs are submitted at once from this many on */
 
 enum tstate {
 	T_BEGIN,       /* start a transaction (or go idle when stopping) */
@@ -121,6 +124,7 @@ struct loop {
 	uint64_t rng;
 	struct txn *ready, **ready_tail;
 	bool fixed; /* the pool's pages are registered with the ring (buffer 0) */
+	bool held;  /* SQEs queued by the last round are held back (see loop_main) */
 	pthread_t tid;
 	int id;
 };
@@ -624,10 +628,23 @@ static void *loop_main(void *arg)
 		}
 		if (l->active == 0)
 			break;
-		if (!l->ready)
+		/* Submit when about to sleep. While transactions are still
+		 * ready, what this round queued is held back for one round, so
+		 * that the next round's SQEs join it in one io_uring_enter: one
+		 * block plug for its reads and so one doorbell write to the
+		 * device (a VM exit here; io_uring plugs a submission of 3 or
+		 * more SQEs). An SQE waits at most one round longer;
+		 * --eager-submit: none is held. */
+		unsigned queued = io_uring_sq_ready(&l->ring);
+		if (!l->ready) {
 			loop_enter(l, true); /* submit and sleep for a completion */
-		else if (io_uring_sq_ready(&l->ring))
+			l->held = false;
+		} else if (queued && (l->held || c->eager_submit || queued >= HOLD_MAX)) {
 			loop_enter(l, false);
+			l->held = false;
+		} else if (queued) {
+			l->held = true;
+		}
 		loop_reap(l);
 	}
 	/* Every transaction is idle: each op finished, each I/O completed. */
