@@ -2,104 +2,58 @@
 /*
  * lib/event.c — the 4-byte event, manual- or auto-reset.
  *
- * One word, also the futex word:
+ * One word, also the futex word (the bits are beside the #defines below).
  *
- *   bit 31      SHARED      process-shared      } constant after init
- *   bit 30      AUTO        auto-reset          }
- *   bit 0       SET
- *   manual-reset:  bit 1       WAITERS   someone may sleep: set must wake
- *                  bits 2-11   COUNT     waiters between their first WAIT
- *                                        step and their return (destroy)
- *                  bits 12-29  GEN       generation, +1 by every set
- *   auto-reset:    bits 1-29   COUNT     registered waiters (blocked
- *                                        threads, ring waiters, wait-any)
+ * Manual-reset transitions:
+ *   set:     if not SET: CAS to SET | GEN+1, WAITERS cleared, COUNT kept;
+ *            WAITERS was set or COUNT > 0: wake all (INT_MAX).
+ *   reset:   CAS SET off; GEN stays.
+ *   step:    the first snapshots GEN (w->aux, MW_SNAP). DONE if SET or GEN
+ *            moved (a set came since the wait began, even if a reset
+ *            followed). Else CAS WAITERS on, and COUNT+1 the first time
+ *            (MW_COUNTED; COUNT full: uncounted), and WAIT on that value.
+ *            DONE undoes the count.
+ *   abandon: COUNT-1 if counted.
+ *   destroy: -EBUSY while COUNT > 0 (a ring op counts from its start until
+ *            ursa_handle_cqe finishes it); uncounted waiters: clear
+ *            WAITERS and wake all, -EBUSY if the wake found a sleeper.
+ * Invariant: WAITERS (not COUNT) carries the wakeups: a waiter's "WAITERS
+ * on" and set's "SET on" are CASes on one word, so either set sees WAITERS
+ * and wakes all, or the waiter's CAS fails and it sees SET or a new GEN.
+ * GEN makes the compare ABA-proof short of exactly 2^18 sets between a
+ * waiter's load and its sleep. A stale WAITERS costs one useless wake-all.
  *
- * Manual-reset
- * ------------
- *   set:    if not SET: CAS to SET | GEN+1, WAITERS cleared, COUNT kept;
- *           if WAITERS was set or COUNT > 0, wake all (INT_MAX: the
- *           kernel's count is an int).
- *   reset:  CAS SET off; GEN stays.
- *   step:   the first call snapshots GEN into w->aux (MW_SNAP in
- *           w->registered). DONE if SET, or if GEN differs from the
- *           snapshot: a set came since this wait began, even if a reset
- *           followed at once — so every wait in progress when set ran
- *           returns, as the header promises. Else CAS WAITERS on — and
- *           COUNT+1 the first time (MW_COUNTED) — and WAIT on that value.
- *           DONE undoes the count (COUNT-1).
- *   abandon: COUNT-1 if counted (the snapshot is the waiter's own).
+ * Auto-reset transitions:
+ *   set:     if not SET: CAS SET on; COUNT > 0: wake 1 (sets do not
+ *            accumulate).
+ *   step:    SET: one CAS clears it and, if registered, COUNT-1 (each set
+ *            is taken once). Else register once (CAS COUNT+1) and WAIT on
+ *            the value seen.
+ *   abandon: COUNT-1; then SET with COUNT > 0: wake 1 (pass-on: the woken
+ *            waiter may leave without consuming the set — timed out,
+ *            cancelled, a wait-any that took another object).
+ * Invariant: registration and set are CASes on one word: either set sees
+ * COUNT > 0 and wakes one, or the registering CAS fails and sees SET.
  *
- *   COUNT is there for destroy alone: a waiter is counted from its first
- *   WAIT step until it returns or abandons — a ring op from its start
- *   until ursa_handle_cqe finishes it, so queued, submitted and woken-but-
- *   unhandled ops all count — and destroy says -EBUSY while COUNT > 0.
- *   Wakeups do not depend on it (WAITERS does that, below); a change of
- *   COUNT only makes a sleep about to start return -EAGAIN and step again.
- *   A waiter that finds COUNT full (1023) waits uncounted, with WAITERS
- *   alone, as every waiter did before COUNT existed.
- *
- *   No lost wakeup: the waiter's "WAITERS on" and set's "SET on" are CASes
- *   on the same word, so one comes first in its modification order. If the
- *   waiter's comes first, set sees WAITERS and wakes every sleeper, and a
- *   waiter not yet asleep sleeps on a value the set has changed (-EAGAIN).
- *   If set's comes first, the waiter's CAS fails, it reloads, and sees SET
- *   or a new GEN. After a set, a reset and a new waiter's WAITERS, the word
- *   differs from the old sleepers' value in GEN, so the kernel's compare
- *   cannot be fooled (ABA) unless exactly 2^18 sets ran between a waiter's
- *   load and its sleep — while each of those sets woke it.
- *
- *   A WAITERS mark can outlive its sleepers (a waiter that timed out leaves
- *   it; the next set pays one useless wake-all). destroy therefore trusts
- *   COUNT, and for uncounted waiters (COUNT full) clears the mark and
- *   wakes all, and reports -EBUSY if the wake found a sleeper (which steps
- *   again and re-marks the word).
- *
- * Auto-reset
- * ----------
- *   set:    if not SET: CAS SET on; if COUNT > 0, wake 1. A set on a SET
- *           event does nothing (sets do not accumulate).
- *   step:   SET: consume it — one CAS clears SET and, if registered,
- *           COUNT-1, so exactly one waiter (or trywait) takes each set.
- *           Else the first call registers (CAS COUNT+1) and every call
- *           WAITs on the word value it saw (SET clear).
- *   abandon: COUNT-1; then if SET and COUNT > 0, wake 1 (pass-on, below).
- *
- *   No lost wakeup: registration and set are CASes on one word. If the
- *   registration comes first, set sees COUNT > 0 and wakes one sleeper; a
- *   registered waiter not yet asleep sleeps on a value without SET, which
- *   set has changed (-EAGAIN, step, consume). If set comes first, the
- *   registering CAS fails and the reload shows SET. A woken waiter steps
- *   and consumes SET, or finds that a trywait or running waiter already
- *   did — that set was consumed, not lost.
- *
- *   Pass-on: the one waiter a set woke may leave without stepping to
- *   consume it — it timed out just after its last step, its ring wait was
- *   cancelled, or it was a wait-any that took another object (or, on a
- *   kernel before 7.1, a WAITV that consumed wakes on several entries).
- *   The event then stays SET while the other waiters sleep on: stranded.
- *   So abandon, after deregistering, wakes one if SET is still there and
- *   waiters remain. If the leaver was not the one woken, the wake is
- *   spurious and harmless: the woken waiter steps and consumes SET or
- *   sleeps again.
- *
- *   COUNT has 29 bits; every waiter is a thread or an in-flight operation.
+ * Sleeping on the value seen is safe by lib/step.h's kernel-compare
+ * argument. Spin model: tests/models/event.pml.
  */
 #include "lib/internal.h"
 
-#define E_SHARED 0x80000000u
-#define E_AUTO 0x40000000u
-#define E_SET 0x1u
+#define E_SHARED 0x80000000u /* bit 31: process-shared } constant after init */
+#define E_AUTO 0x40000000u   /* bit 30: auto-reset     } */
+#define E_SET 0x1u	     /* bit 0 */
 /* manual-reset */
-#define E_WAITERS 0x2u
-#define E_MCNT_ONE 0x4u
-#define E_MCNT_MASK 0xffcu
-#define E_GEN_ONE 0x1000u
+#define E_WAITERS 0x2u	      /* bit 1: someone may sleep: set must wake */
+#define E_MCNT_ONE 0x4u	      /* bits 2-11: COUNT, waiters from their first */
+#define E_MCNT_MASK 0xffcu    /*   WAIT step until they return (destroy) */
+#define E_GEN_ONE 0x1000u     /* bits 12-29: GEN, +1 by every set */
 #define E_GEN_MASK 0x3ffff000u
 /* manual-reset waiter state, in w->registered */
 #define MW_SNAP 0x1u    /* GEN snapshot taken (w->aux) */
 #define MW_COUNTED 0x2u /* counted in COUNT */
 /* auto-reset */
-#define E_CNT_ONE 0x2u
+#define E_CNT_ONE 0x2u	       /* bits 1-29: COUNT, registered waiters */
 #define E_CNT_MASK 0x3ffffffeu
 
 _Static_assert(sizeof(ursa_event_t) == 4, "ursa_event_t must be 4 bytes");

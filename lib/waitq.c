@@ -2,92 +2,38 @@
 /*
  * lib/waitq.c — a wait queue with directed (chosen) and batched wakeups.
  *
- * Layout (one block of ursa_waitq_size(nslots) bytes, no pointers inside,
- * so it works in shared memory mapped at any address in any process):
+ * One block, no pointers inside (shared memory at any address): a header
+ * (struct ursa_waitq: its lock, an ursa_mutex_t process-shared when the
+ * queue is, and the list of queued slots) and nslots slots. The list and
+ * every key are touched only under the lock. A slot's state word (IDLE,
+ * QUEUED, WOKEN, beside the #defines) is atomic and is the futex its
+ * waiter sleeps on, so a wake goes to exactly the waiter it chose.
  *
- *   header  magic, nslots, flags (URSA_SHARED), lock (an ursa_mutex_t,
- *           process-shared when the queue is), head, tail, count
- *   slot[i] key (u64), next, prev (slot indexes, NIL = UINT32_MAX),
- *           state (u32: IDLE 0, QUEUED 1, WOKEN 2)
+ * Transitions:
+ *   IDLE   -> QUEUED  prepare (the slot's owner), under the lock, linking it
+ *   QUEUED -> WOKEN   a waker, under the lock, unlinking it (release): the
+ *                     wake counts it
+ *   QUEUED -> IDLE    abandon, cancel, timeout (the owner), under the lock,
+ *                     unlinking it
+ *   WOKEN  -> IDLE    the owner's step or abandon, reaping the wakeup (no
+ *                     lock: nobody else changes a WOKEN slot)
  *
- * The list (head/tail/next/prev/count) and every slot's key are touched
- * only under the lock. A slot's state word is atomic and is also the futex
- * that slot's waiter sleeps on, so a wake is directed: it goes to exactly
- * the waiter it chose, through that waiter's own futex key.
+ * Invariant: a slot is in the list exactly while QUEUED, and the two
+ * parties that can race for it (its owner giving up, a waker) decide under
+ * the lock, so a wait returns 0 exactly when a wake counted it (never
+ * -ETIMEDOUT then) and no waiter is woken early. The waiter sleeps only
+ * while its state is QUEUED and the waker stores WOKEN before it wakes:
+ * no lost wakeup (lib/step.h). The caller's condition and the queue are
+ * ordered by the lock (prepare, re-check, wait: include/ursa/waitq.h).
  *
- * State transitions, and who makes them:
- *
- *   IDLE   -> QUEUED  prepare (the slot's owner), under the lock, with the
- *                     slot linked at the tail.
- *   QUEUED -> WOKEN   a waker, under the lock, unlinking the slot (release
- *                     store). This is the moment the wake "counts" it.
- *   QUEUED -> IDLE    abandon/cancel/timeout (the owner), under the lock,
- *                     unlinking the slot.
- *   WOKEN  -> IDLE    the owner's step or abandon, reaping the wakeup. No
- *                     lock needed: nobody else ever changes a WOKEN slot.
- *
- * So a slot is in the list exactly while QUEUED, and only two parties can
- * ever race for a QUEUED slot — its owner giving up and a waker — and both
- * decide under the lock: whoever gets the lock first takes it. That makes
- * every race exact:
- *
- *   wake vs timeout: the waiter's futex wait times out; ursa__block steps
- *     once more (WOKEN? then the wait returns 0), then abandons: under the
- *     lock it finds QUEUED (dequeues, -ETIMEDOUT; no wake counted it) or
- *     WOKEN (the waker got there first and counted it: returns 0, never
- *     -ETIMEDOUT).
- *   wake vs cancel: the same decision under the lock: cancel returns 0
- *     (dequeued, not counted) or 1 (counted by a wake; the wakeup is
- *     consumed and the slot is free).
- *   wake before wait: the waker sets WOKEN; the wait's first step sees it
- *     and returns 0 without sleeping.
- *   wake while asleep: the waiter sleeps only "while state == QUEUED". The
- *     waker stores WOKEN before it wakes the word; the kernel compares the
- *     word under its hash-bucket lock, so the sleep either finds WOKEN
- *     (-EAGAIN, step again: DONE) or is queued in the kernel before the
- *     wake comes and is woken by it. No wakeup is lost.
- *
- * No waiter is woken early: its wait returns 0 only when its state is
- * WOKEN, and only a waker that chose it (n oldest, key <= k, that slot)
- * stores WOKEN. A futex wake that reaches a slot's word late — after its
- * waiter already saw WOKEN, returned, and prepared again — finds the state
- * QUEUED again, and the waiter simply sleeps again.
- *
- * Prepare, re-check, wait: the caller's condition and the queue are
- * ordered by the lock. The waker makes its condition true, then takes the
- * lock to choose slots; a waiter prepares (lock, link, unlock) and then
- * re-checks the condition. The lock's acquisitions are totally ordered: if
- * the waker locks after the prepare, it sees the slot queued; if before,
- * its condition store happens-before the prepare's lock, so the re-check
- * sees the condition true (and the waiter cancels instead of waiting).
- *
- * The waker's critical section is list surgery only. It collects the
- * chosen slot indexes in a local array, drops the lock, and only then
- * wakes them (kernel/wake.c): with no ring, one futex wake syscall per
- * slot; with a ring, one FUTEX_WAKE SQE per slot and a single
- * io_uring_enter for the whole batch. After its last lock hold the waker
- * never reads the queue again, so the last waiter may free the queue as
- * soon as its wait returns; the waker only uses the state words'
- * addresses, and a futex wake tolerates memory that has gone (a spurious
- * wake of whoever sleeps there next, or -EFAULT: both harmless).
- * Batches larger than WQ_CHUNK slots are chosen in several lock holds
- * (each bounded, so the lock is never held long), but with a ring they are
- * still submitted together: the ring is entered again only when its SQ
- * ring is full. A call never wakes more than were queued when it began, so
- * waiters that re-prepare as fast as they are woken cannot keep it going.
- *
- * When each wins (bench/ figures, 2-core VM, waiters asleep on their own
- * slots, medians): for one waiter the futex syscall takes about 6-19 us
- * to the waiter running and the ring about 10-25 us, so a batch of one is
- * always made by syscall; from 8 waiters on the ring is as fast or faster
- * (64: 0.75-0.9x the time, 256: 0.8-0.9x) and the waker suffers 1-2
- * involuntary context switches instead of one per woken waiter (~60 at
- * 64, ~150-250 at 256), since the loop of syscalls is preempted by the
- * waiters it wakes and the ring batch is not.
- *
- * A slot has one waiter, blocked or in a ring, so each slot's futex gets a
- * wake count of 1. An async waiter must have reaped its FUTEX_WAIT's CQE
- * before it gives the slot up (see wq_abandon_slot).
+ * The waker's critical section is list surgery only: it collects up to
+ * WQ_CHUNK chosen slots, drops the lock, then wakes them (kernel/wake.c:
+ * a futex syscall each, or one ring submission for the batch). After its
+ * last lock hold it uses only the state words' addresses, so the last
+ * waiter may free the queue once its wait returns (a late futex wake is
+ * harmless). A call wakes at most as many as were queued when it began.
+ * A ring waiter reaps its FUTEX_WAIT's CQE before it gives its slot up
+ * (wq_abandon_slot). Spin model: tests/models/waitq.pml.
  */
 #include "lib/internal.h"
 
