@@ -94,7 +94,7 @@ struct t_excl {
 	int shared;    /* shared holders inside now */
 	int violations;
 	long counter; /* exclusive entries */
-	long data[4]; /* each exclusive entry adds one to all; all equal */
+	long data[4]; /* t_excl_write adds one to all; all equal */
 };
 static inline void t_excl_violation(struct t_excl *x)
 {
@@ -106,6 +106,10 @@ static inline void t_excl_enter(struct t_excl *x)
 	    __atomic_load_n(&x->shared, __ATOMIC_RELAXED) != 0)
 		t_excl_violation(x);
 	x->counter++;
+}
+/* An exclusive holder writes the data (t_excl_enter_shared checks it). */
+static inline void t_excl_write(struct t_excl *x)
+{
 	for (int k = 0; k < 4; k++)
 		x->data[k]++;
 }
@@ -126,8 +130,23 @@ static inline void t_excl_leave_shared(struct t_excl *x)
 {
 	__atomic_fetch_sub(&x->shared, 1, __ATOMIC_RELAXED);
 }
-/* No violation, and exactly entries exclusive entries. */
+/* No violation, exactly entries exclusive entries, and the data all
+ * equal. */
 void t_excl_check(struct t_excl *x, long entries);
+
+/* Hogs: n threads (at most 4) that take and release *m in a loop, a spin
+ * of spin iterations inside, until t_hogs_stop joins them; rounds counts
+ * their acquisitions. */
+struct t_hogs {
+	ursa_mutex_t *m;
+	int spin;
+	int n;
+	atomic_int stop;
+	atomic_long rounds;
+	pthread_t t[4];
+};
+void t_hogs_start(struct t_hogs *h, ursa_mutex_t *m, int n, int spin);
+void t_hogs_stop(struct t_hogs *h);
 
 /* A waiter thread: it publishes its thread id, then runs wait(arg), a
  * blocking call that returns 0 or -errno. t_waiter_start returns once the

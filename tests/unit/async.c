@@ -432,33 +432,14 @@ Test(async, tiny_cq_ring_overflow)
  * races the waiter asks for a hand-off (lib/mutex.c). Count the wait CQEs
  * each acquisition needed: every one was a lost race or a spurious wake.
  */
-struct hogs {
-	ursa_mutex_t m;
-	atomic_int stop;
-	atomic_long rounds;
-};
-
-static void *hog_thread(void *arg)
-{
-	struct hogs *h = *(struct hogs **)arg;
-	while (!atomic_load(&h->stop)) {
-		ursa_mutex_lock(&h->m);
-		for (volatile int i = 0; i < 100; i++)
-			;
-		ursa_mutex_unlock(&h->m);
-		atomic_fetch_add(&h->rounds, 1);
-	}
-	return NULL;
-}
 
 Test(async, ring_waiter_bounded_against_spinning_threads)
 {
 	t_require_uring_futex(false);
-	static struct hogs h;
-	memset(&h, 0, sizeof(h));
-	struct hogs *ph[2] = {&h, &h};
-	pthread_t t[2];
-	t_spawn(t, 2, hog_thread, ph, sizeof(ph[0]));
+	static ursa_mutex_t m;
+	static struct t_hogs h;
+	cr_assert_eq(ursa_mutex_init(&m, 0), 0);
+	t_hogs_start(&h, &m, 2, 100);
 	struct io_uring r;
 	t_ring(&r, 8, 0);
 	int max_cqes = 0, in_flight = 0, i;
@@ -469,7 +450,7 @@ Test(async, ring_waiter_bounded_against_spinning_threads)
 	 * bound: the starvation check below means something only if it did. */
 	for (i = 0; i < t_iters(5000000) && in_flight < 50; i++) {
 		struct ursa_op op = URSA_OP_INIT;
-		int rc = ursa_mutex_lock_async(&r, &h.m, &op);
+		int rc = ursa_mutex_lock_async(&r, &m, &op);
 		cr_assert(rc == 0 || rc == 1);
 		int cqes = 0;
 		while (rc == 0) {
@@ -486,13 +467,12 @@ Test(async, ring_waiter_bounded_against_spinning_threads)
 		}
 		in_flight += rc == 0;
 		cr_assert_eq(op.res, 0);
-		cr_assert_eq(ursa_mutex_unlock(&h.m), 0);
+		cr_assert_eq(ursa_mutex_unlock(&m), 0);
 		total_cqes += cqes;
 		if (cqes > max_cqes)
 			max_cqes = cqes;
 	}
-	atomic_store(&h.stop, 1);
-	t_join_all(t, 2);
+	t_hogs_stop(&h);
 	io_uring_queue_exit(&r);
 	cr_log_info("ring waiter: %d of %d waited; wait CQEs per acquisition: max %d, total %ld\n",
 		    in_flight, i, max_cqes, total_cqes);

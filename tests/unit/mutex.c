@@ -217,39 +217,20 @@ Test(mutex, exclusion_processes_shared)
 
 /* ---- a sleeper is always woken; no waiter starves -------------------- */
 
-struct starve {
-	ursa_mutex_t m;
-	atomic_int stop;
-	atomic_long acquired;
-};
-
-static void *hog(void *arg)
-{
-	struct starve *s = *(struct starve **)arg;
-	while (!atomic_load(&s->stop)) {
-		ursa_mutex_lock(&s->m);
-		for (volatile int i = 0; i < 200; i++)
-			;
-		ursa_mutex_unlock(&s->m);
-	}
-	return NULL;
-}
-
 Test(mutex, sleeping_waiter_progresses_against_hogs)
 {
-	static struct starve s;
-	memset(&s, 0, sizeof(s));
-	struct starve *ps[2] = {&s, &s};
-	pthread_t t[2];
-	t_spawn(t, 2, hog, ps, sizeof(ps[0]));
+	static ursa_mutex_t m;
+	static struct t_hogs h;
+	long acquired = 0;
+	cr_assert_eq(ursa_mutex_init(&m, 0), 0);
+	t_hogs_start(&h, &m, 2, 200);
 	/* A third thread that always sleeps before trying must still get in
 	 * many times while two threads hammer the lock. */
 	for (int i = 0; i < 2000; i++) {
-		cr_assert_eq(ursa_mutex_lock(&s.m), 0);
-		s.acquired++;
-		cr_assert_eq(ursa_mutex_unlock(&s.m), 0);
+		cr_assert_eq(ursa_mutex_lock(&m), 0);
+		acquired++;
+		cr_assert_eq(ursa_mutex_unlock(&m), 0);
 	}
-	atomic_store(&s.stop, 1);
-	t_join_all(t, 2);
-	cr_assert_eq(s.acquired, 2000);
+	t_hogs_stop(&h);
+	cr_assert_eq(acquired, 2000);
 }

@@ -603,6 +603,7 @@ static void *rw_worker(void *arg)
 		}
 		if (write) {
 			t_excl_enter(&x->check);
+			t_excl_write(&x->check);
 			if ((i & 63) == 0)
 				sched_yield(); /* hold it across a reschedule */
 			t_excl_leave(&x->check);
@@ -632,6 +633,7 @@ static void run_rw_excl(unsigned flags, int nthreads, long iters)
 	cr_assert_eq(atomic_load(&x.errors), 0);
 	long writes_each = (iters + 2) / 3;
 	t_excl_check(&x.check, nthreads * writes_each);
+	cr_assert_eq(x.check.data[3], nthreads * writes_each);
 	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
 }
 
@@ -662,6 +664,7 @@ static bool prw_child(int idx, void *arg)
 			if (ursa_rwlock_wrlock(&x->l) != 0)
 				return false;
 			t_excl_enter(&x->check);
+			t_excl_write(&x->check);
 			t_excl_leave(&x->check);
 			if (ursa_rwlock_wrunlock(&x->l) != 0)
 				return false;
@@ -686,6 +689,7 @@ Test(rwlock, invariants_processes_shared)
 	cr_assert_eq(ursa_rwlock_init(&x->l, URSA_SHARED), 0);
 	cr_assert(t_fork_all(4, prw_child, x));
 	t_excl_check(&x->check, 4L * 5000);
+	cr_assert_eq(x->check.data[3], 4L * 5000);
 	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 	t_shared_free(x, sizeof(*x));
 }
