@@ -127,6 +127,16 @@ static void held_mutex(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)
 	memset(op, 0, sizeof(*op));
 }
 
+/* held_mutex, then the op started on it with a deadline ms from now:
+ * the starter's return value. */
+static int held_mutex_deadline(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op, long ms)
+{
+	held_mutex(r, m, op);
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, ms);
+	cr_assert_eq(ursa_op_set_deadline(op, CLOCK_MONOTONIC, &dl), 0);
+	return ursa_mutex_lock_async(r, m, op);
+}
+
 /* ---- the condvar's mutex stage ----------------------------------------- */
 
 struct cw {
@@ -395,10 +405,7 @@ Test(async_cqe, linked_timeout_is_etimedout)
 	struct io_uring r;
 	ursa_mutex_t m;
 	struct ursa_op op;
-	held_mutex(&r, &m, &op);
-	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 30);
-	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
-	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	cr_assert_eq(held_mutex_deadline(&r, &m, &op, 30), 0);
 	cr_assert_eq(queued(&r), 2, "the wait and its linked timeout");
 	cr_assert_eq(sqe_back(&r, 0)->opcode, IORING_OP_LINK_TIMEOUT);
 	cr_assert(sqe_back(&r, 1)->flags & IOSQE_IO_LINK);
@@ -417,10 +424,7 @@ Test(async_cqe, reused_op_forgets_its_deadline)
 	struct io_uring r;
 	ursa_mutex_t m;
 	struct ursa_op op;
-	held_mutex(&r, &m, &op);
-	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
-	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
-	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 1);
+	cr_assert_eq(held_mutex_deadline(&r, &m, &op, 0), 1);
 	cr_assert_eq(op.res, -ETIMEDOUT);
 	/* Reuse, no deadline: it must wait, with no linked timeout. */
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0, "reused op timed out at once");
