@@ -1,112 +1,72 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/rwlock.c — the 8-byte reader-writer lock (writer preference).
- *
- * The algorithm is that of Rust std's futex RwLock
- * (library/std/src/sys/sync/rwlock/futex.rs), rewritten in the step model
- * and extended with timeouts/abandon, error checks and a stored shared flag.
- *
- * Two 32-bit words:
- *
- *   __state   bits 0-14   count: 0 unlocked, 1..MAX_READERS read-locked by
- *                         that many readers, MASK (all 15 bits) write-locked
- *             bits 15-29  WAITERS: registered waiters, readers and writers,
- *                         from their first WAIT step until they take the
- *                         lock or give up (destroy says -EBUSY meanwhile)
- *             bit 30      READERS_WAITING: readers may sleep on __state
- *             bit 31      WRITERS_WAITING: writers may sleep on __notify
- *   __notify  bit 0       SHARED: process-shared (constant after init)
- *             bits 1-31   writer notification counter, += 2 per writer wake
+ * lib/rwlock.c — the 8-byte reader-writer lock, writer preference: Rust
+ * std's futex RwLock (library/std/src/sys/sync/rwlock/futex.rs) in the step
+ * model, with timeouts/abandon, error checks and a stored shared flag.
+ * Spin model: tests/models/rwlock.pml.
  *
  * Readers sleep on __state itself; writers sleep on __notify, a counter
  * bumped before every writer wake, so that a writer is woken by "a writer
  * may go now" and not by every reader coming and going.
  *
- * Transitions (all changes of __state are atomic read-modify-writes, so
- * they are totally ordered and each sees the bits set before it):
+ * Transitions (every change of __state is an atomic read-modify-write):
+ *   read lock:    count + 1 if rw_read_lockable (count < MAX_READERS and no
+ *                 waiting bit: a waiting writer goes first; READERS_WAITING
+ *                 on an unlocked lock means an unlocker is waking a writer).
+ *                 Else set READERS_WAITING and sleep while __state is that
+ *                 value. count == MAX_READERS: -EAGAIN.
+ *   write lock:   count 0 -> MASK, keeping the waiting bits; a writer that
+ *                 has announced itself keeps WRITERS_WAITING (other writers
+ *                 may sleep behind it; the waker cleared it to wake one).
+ *                 Else set WRITERS_WAITING, seq = __notify (acquire),
+ *                 re-load __state, and sleep while __notify == seq if the
+ *                 lock is still held and the bit still set.
+ *   read unlock:  count - 1; the last reader, if a bit is set, runs
+ *                 wake_writer_or_readers. write unlock: MASK -> 0, the same.
+ *   wake_writer_or_readers, only while unlocked (locked again: that holder's
+ *   unlock takes over):
+ *     WRITERS_WAITING set:  clear it, __notify += 2, wake one writer; with
+ *                           READERS_WAITING too, the readers stay blocked
+ *                           behind it unless the wake found no writer;
+ *     only READERS_WAITING: clear it, wake every reader.
+ *   A writer that gives up repairs what it may leave behind (wr_abandon).
  *
- *   read lock:    count -> count + 1 when is_read_lockable: count <
- *                 MAX_READERS and no waiting bit. Any waiting bit refuses
- *                 new readers: a waiting writer goes first (writer
- *                 preference), and READERS_WAITING on an unlocked lock
- *                 means an unlocker is busy waking a writer, which has
- *                 priority. Otherwise: set READERS_WAITING, sleep while
- *                 __state == that value. count == MAX_READERS: -EAGAIN.
- *   write lock:   count 0 -> MASK, keeping the waiting bits. Otherwise set
- *                 WRITERS_WAITING, snapshot seq = __notify, re-check that
- *                 the lock is still held and the bit still set, and sleep
- *                 while __notify == seq. A writer that has announced itself
- *                 (set or seen WRITERS_WAITING) keeps WRITERS_WAITING set
- *                 when it takes the lock: other writers may still sleep
- *                 relying on it, and the waker cleared it to wake just one.
- *   read unlock:  count -> count - 1; the last reader, if a bit is set,
- *                 runs wake_writer_or_readers.
- *   write unlock: count MASK -> 0; if a bit is set, wake_writer_or_readers.
- *   wake_writer_or_readers (only while unlocked; if someone locked it
- *   meanwhile, that holder's unlock takes over):
- *     only WRITERS_WAITING:  clear it, __notify += 2, wake one writer;
- *     both bits:             clear WRITERS_WAITING only (new readers keep
- *                            waiting), __notify += 2, wake one writer; if
- *                            the wake found no sleeping writer, go on to
- *                            the readers (we cannot know a writer will come);
- *     only READERS_WAITING:  clear it, wake every reader.
+ * Invariant: while a waiter sleeps, its bit is set on __state (readers: in
+ * the value they sleep on), or the one who cleared it wakes it — every
+ * reader, or one writer, who re-sets WRITERS_WAITING when it takes the lock
+ * for the writers still asleep. A lock held with a bit set is unlocked by
+ * someone who sees the bit. Sleeping on a word follows lib/step.h; the one
+ * cross-word case: the writer's "set WRITERS_WAITING; load __notify
+ * (acquire); re-load __state" against the waker's "clear it (RMW); bump
+ * __notify (release); wake": either the re-load sees the clear, or the bump
+ * comes after the snapshot and the sleep cannot miss it. A wake's result
+ * counts ring and thread waiters alike, so "no writer was asleep" is exact.
+ * A quiescent lock reads 0: every bit a waiter that gave up leaves is
+ * cleared by the next unlock (destroy relies on it).
  *
- * Why no wakeup is lost:
- * - Readers sleep on __state with READERS_WAITING set, a value the kernel
- *   compares under its hash-bucket lock: any change before the sleep makes
- *   it return -EAGAIN (then the reader steps again). The bit is cleared only
- *   by wake_writer_or_readers, immediately followed by a wake of all readers
- *   — or, in the both-waiting case, left set while the woken writer takes
- *   the lock, whose unlock then sees it. A lock held with READERS_WAITING set
- *   is always unlocked by someone who sees the bit (an unlock is an RMW).
- * - Writers: the unlocker clears WRITERS_WAITING (RMW on __state), then
- *   bumps __notify (release), then wakes. The writer set the bit, then
- *   loads __notify (acquire), then re-loads __state. If its __notify load
- *   saw the bump, acquire/release makes the re-load see the cleared bit or
- *   later, and it does not sleep. If not, the bump comes later in
- *   __notify's modification order: its futex wait either sees the new value
- *   (-EAGAIN) or is queued before the wake. Only one writer is woken per
- *   clearing; the others keep sleeping with the bit cleared, which is why
- *   a woken writer re-sets it when it takes the lock (or goes back to
- *   sleep, setting it again).
- * - A writer that gives up (deadline, cancel) may have been the writer an
- *   unlocker chose to wake, and left others asleep behind a cleared bit:
- *   its abandon passes the wake on. And the WRITERS_WAITING it leaves may
- *   be a phantom that shuts out readers for no writer: on a read-locked
- *   lock its abandon clears both bits and wakes every writer and reader, so
- *   the live writers re-announce themselves (see wr_abandon below). A
- *   reader never receives a wake meant for it alone (readers are woken all
- *   at once), so a reader that gives up has nothing to pass on; the
- *   READERS_WAITING bit it may leave on a held lock is there for a live
- *   writer or a write holder, whose unlock clears it (one wake of nobody).
- * - The kernel wakes futex waiters of equal priority in FIFO order, ring
- *   waiters (IORING_OP_FUTEX_WAIT) and threads alike, and counts both in
- *   the wake's result, so "the wake found no writer" is exact.
- *
- * Starvation: writers are never starved by readers, because a waiting
- * writer refuses every new reader, so the read count drains to 0 and the
- * last reader wakes a writer. Readers CAN be starved by a continuous
- * stream of writers: while any writer waits, readers wait, and each
- * write unlock prefers another writer. Writers among themselves are not
- * FIFO: a running writer may barge in ahead of a woken one (the woken one
- * sleeps again), so a ring writer, whose wake reaches it late, can lose
- * repeatedly under sustained write contention. No hand-off is done here.
- *
- * ABA: a writer sleeping on a __notify snapshot would miss exactly 2^31
- * wakes happening between its snapshot and its sleep; not a practical risk.
+ * Starvation: readers never starve writers (a waiting writer shuts new
+ * readers out, the count drains, the last reader wakes a writer); a
+ * continuous stream of writers can keep readers waiting. Writers are not
+ * FIFO among themselves: a running writer may barge in ahead of a woken
+ * one, so a ring writer, woken late, can lose repeatedly. No hand-off.
+ * ABA: a writer misses a wake only if exactly 2^31 writer wakes happen
+ * between its snapshot of __notify and its sleep.
  */
 #include "lib/internal.h"
 #include "lib/trace.h"
 
-#define RW_MASK		   ((1u << 15) - 1)
-#define RW_WRITE_LOCKED	   RW_MASK
-#define RW_MAX_READERS	   (RW_MASK - 1)
-#define RW_WAITER	   (1u << 15)
-#define RW_WAITERS	   (RW_MASK << 15)
-#define RW_READERS_WAITING (1u << 30)
-#define RW_WRITERS_WAITING (1u << 31)
+/* __state */
+#define RW_MASK		   ((1u << 15) - 1) /* bits 0-14: the count */
+#define RW_WRITE_LOCKED	   RW_MASK	    /* count: write-locked */
+#define RW_MAX_READERS	   (RW_MASK - 1)    /* count: 1..MAX readers hold it */
+#define RW_WAITER	   (1u << 15)	    /* bits 15-29: WAITERS, counted from */
+#define RW_WAITERS	   (RW_MASK << 15)  /* a first WAIT step to take/give up */
+#define RW_READERS_WAITING (1u << 30)	    /* readers may sleep on __state */
+#define RW_WRITERS_WAITING (1u << 31)	    /* writers may sleep on __notify */
 #define RW_WAITING	   (RW_READERS_WAITING | RW_WRITERS_WAITING)
 
+/* __notify: bit 0 SHARED (constant after init), bits 1-31 the writer
+ * wake counter. */
 #define RW_NOTIFY_SHARED 1u
 #define RW_NOTIFY_STEP	 2u
 
@@ -134,6 +94,20 @@ static inline bool rw_write_locked(uint32_t s)
 static inline bool rw_read_lockable(uint32_t s)
 {
 	return rw_count(s) < RW_MAX_READERS && !(s & RW_WAITING);
+}
+
+/* The fast paths: one try, no waiting. Acquire: the holder's reads and
+ * writes of the protected data come after the take. */
+static inline bool rd_take(ursa_rwlock_t *l)
+{
+	uint32_t s = ld_relaxed(&l->__state);
+	return rw_read_lockable(s) && cas_acq(&l->__state, &s, s + 1);
+}
+
+static inline bool wr_take(ursa_rwlock_t *l)
+{
+	uint32_t e = 0;
+	return cas_acq(&l->__state, &e, RW_WRITE_LOCKED);
 }
 
 static inline bool rw_shared(ursa_rwlock_t *l)
@@ -215,6 +189,13 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
 	}
 }
 
+/* After an unlock that left s: the last one out wakes whoever waits. */
+static inline void rw_released(ursa_rwlock_t *l, uint32_t s)
+{
+	if (rw_unlocked(s) && (s & RW_WAITING))
+		wake_writer_or_readers(l, s, false);
+}
+
 /* ---- steps (shared with lib/async.c) -------------------------------- */
 
 static int rd_abandon(void *obj, struct ursa_waiter *w);
@@ -230,6 +211,30 @@ static inline uint32_t rw_dereg(struct ursa_waiter *w)
 static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
 {
 	return !w->registered && (s & RW_WAITERS) == RW_WAITERS;
+}
+
+/* Announce w with bit (READERS_ or WRITERS_WAITING) and register it
+ * (WAITERS + 1) in one CAS, unless both are done already. Relaxed: the bit
+ * publishes no data. false: *s changed under us (reloaded); look again. */
+static inline bool rw_announce(ursa_rwlock_t *l, uint32_t *s, struct ursa_waiter *w, uint32_t bit)
+{
+	if ((*s & bit) && w->registered)
+		return true;
+	uint32_t n = (*s | bit) + (w->registered ? 0 : RW_WAITER);
+	if (!cas_relaxed(&l->__state, s, n))
+		return false;
+	*s = n;
+	w->registered = 1;
+	return true;
+}
+
+static inline int rw_wait_on(struct ursa_wait *out, uint32_t *addr, uint32_t val, bool shared)
+{
+	out->addr = addr;
+	out->val = val;
+	out->shared = shared;
+	out->bounded = false;
+	return URSA_STEP_WAIT;
 }
 
 static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
@@ -257,21 +262,10 @@ static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		}
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
-		/* Announce ourselves so that the unlock that makes the lock
-		 * readable wakes us, registering (WAITERS + 1) in the same CAS.
-		 * Relaxed: the bit publishes no data. */
-		if (!(s & RW_READERS_WAITING) || !w->registered) {
-			uint32_t n = (s | RW_READERS_WAITING) + (w->registered ? 0 : RW_WAITER);
-			if (!cas_relaxed(&l->__state, &s, n))
-				continue;
-			s = n;
-			w->registered = 1;
-		}
-		out->addr = &l->__state;
-		out->val = s;
-		out->shared = rw_shared(l);
-		out->bounded = false;
-		return URSA_STEP_WAIT;
+		/* The unlock that makes the lock readable wakes us. */
+		if (!rw_announce(l, &s, w, RW_READERS_WAITING))
+			continue;
+		return rw_wait_on(out, &l->__state, s, rw_shared(l));
 	}
 }
 
@@ -311,12 +305,8 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		}
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
-		if (!(s & RW_WRITERS_WAITING) || !w->registered) {
-			uint32_t n = (s | RW_WRITERS_WAITING) + (w->registered ? 0 : RW_WAITER);
-			if (!cas_relaxed(&l->__state, &s, n))
-				continue;
-		}
-		w->registered = 1;
+		if (!rw_announce(l, &s, w, RW_WRITERS_WAITING))
+			continue;
 		/* Snapshot the counter BEFORE re-checking the state (acquire:
 		 * the re-load below cannot be satisfied from before it). A wake
 		 * that the re-check misses must bump the counter after our
@@ -326,11 +316,7 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_unlocked(s) || !(s & RW_WRITERS_WAITING))
 			continue; /* released, or a waker is at work: try again */
 		w->aux = seq;
-		out->addr = &l->__notify;
-		out->val = seq;
-		out->shared = seq & RW_NOTIFY_SHARED;
-		out->bounded = false;
-		return URSA_STEP_WAIT;
+		return rw_wait_on(out, &l->__notify, seq, seq & RW_NOTIFY_SHARED);
 	}
 }
 
@@ -415,10 +401,7 @@ int ursa_rwlock_rdlock(ursa_rwlock_t *l)
 {
 	if (unlikely(!l))
 		return -EINVAL;
-	uint32_t s = ld_relaxed(&l->__state);
-	if (likely(rw_read_lockable(s)) && cas_acq(&l->__state, &s, s + 1))
-		return 0;
-	return rdlock_slow(l, CLOCK_MONOTONIC, NULL);
+	return likely(rd_take(l)) ? 0 : rdlock_slow(l, CLOCK_MONOTONIC, NULL);
 }
 
 int ursa_rwlock_tryrdlock(ursa_rwlock_t *l)
@@ -440,10 +423,7 @@ int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timesp
 	int r = ursa__check_deadline(clk, abs);
 	if (r)
 		return r;
-	uint32_t s = ld_relaxed(&l->__state);
-	if (likely(rw_read_lockable(s)) && cas_acq(&l->__state, &s, s + 1))
-		return 0;
-	return rdlock_slow(l, clk, abs);
+	return likely(rd_take(l)) ? 0 : rdlock_slow(l, clk, abs);
 }
 
 static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
@@ -457,12 +437,7 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 		 * next writer's writes. */
 		if (!cas_rel(&l->__state, &s, s - 1))
 			continue;
-		s -= 1;
-		/* The last reader out wakes whoever waits. (Readers can only be
-		 * waiting on a read-locked lock behind a waiting writer, but any
-		 * bit is handled, in case a waiter gave up.) */
-		if (rw_unlocked(s) && (s & RW_WAITING))
-			wake_writer_or_readers(l, s, false);
+		rw_released(l, s - 1);
 		return 0;
 	}
 }
@@ -483,9 +458,7 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 		if (likely(c > 1))
 			return 0;
 		if (likely(c == 1)) {
-			/* The last reader out wakes whoever waits. */
-			if (s & RW_WAITING)
-				wake_writer_or_readers(l, s - 1, false);
+			rw_released(l, s - 1);
 			return 0;
 		}
 		/* Not read-locked after all (a caller that holds no read lock
@@ -523,10 +496,7 @@ int ursa_rwlock_wrlock(ursa_rwlock_t *l)
 {
 	if (unlikely(!l))
 		return -EINVAL;
-	uint32_t e = 0;
-	if (likely(cas_acq(&l->__state, &e, RW_WRITE_LOCKED)))
-		return 0;
-	return wrlock_slow(l, CLOCK_MONOTONIC, NULL);
+	return likely(wr_take(l)) ? 0 : wrlock_slow(l, CLOCK_MONOTONIC, NULL);
 }
 
 int ursa_rwlock_trywrlock(ursa_rwlock_t *l)
@@ -552,10 +522,7 @@ int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timesp
 	int r = ursa__check_deadline(clk, abs);
 	if (r)
 		return r;
-	uint32_t e = 0;
-	if (likely(cas_acq(&l->__state, &e, RW_WRITE_LOCKED)))
-		return 0;
-	return wrlock_slow(l, clk, abs);
+	return likely(wr_take(l)) ? 0 : wrlock_slow(l, clk, abs);
 }
 
 static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
@@ -566,9 +533,7 @@ static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
 			return -EPERM;
 		if (!cas_rel(&l->__state, &s, s - RW_WRITE_LOCKED))
 			continue;
-		s -= RW_WRITE_LOCKED;
-		if (s & RW_WAITING)
-			wake_writer_or_readers(l, s, false);
+		rw_released(l, s - RW_WRITE_LOCKED);
 		return 0;
 	}
 }

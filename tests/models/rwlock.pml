@@ -2,9 +2,9 @@
  * tests/models/rwlock.pml — the reader-writer lock of lib/rwlock.c (Rust
  * std's futex RwLock in ursa's step model): readers sleep on __state,
  * writers on the __notify counter; wake_writer_or_readers; writer abandon
- * passing a wake on. Blocking threads (ursa_rwlock_{rd,wr}lock, try*,
- * timed*) and ring ops (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run
- * the same steps.
+ * passing a wake on, or clearing a phantom WRITERS_WAITING. Blocking
+ * threads (ursa_rwlock_{rd,wr}lock, try*, timed*) and ring ops
+ * (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run the same steps.
  *
  * Checked (tests/models/run.sh): readers and writers exclude each other and
  * writers each other (asserts in the critical sections); no lost wakeup or
@@ -99,7 +99,7 @@ byte readers, writers;	/* inside now */
 	od;									\
 	act = 0; cnt = 0; hadrw = false
 
-/* ursa__rwlock_rd_step: take a read lock, or set READERS_WAITING and WAIT
+/* rd_step (lib/rwlock.c): take a read lock, or set READERS_WAITING and WAIT
  * on (__state, that value). (count == MAX_READERS, -EAGAIN, is out of
  * reach with this few readers.) */
 #define rd_step(r)								\
@@ -114,7 +114,7 @@ byte readers, writers;	/* inside now */
 		fi								\
 	}
 
-/* ursa__rwlock_rd_abandon: deregister. */
+/* rd_abandon: deregister. */
 #define rd_abandon()								\
 	atomic {								\
 		if								\
@@ -123,7 +123,7 @@ byte readers, writers;	/* inside now */
 		fi								\
 	}
 
-/* ursa__rwlock_wr_step, in its three atomic parts: take or announce;
+/* wr_step, in its three atomic parts: take or announce;
  * snapshot __notify (acquire); re-load __state and decide. */
 #define wr_step(r)								\
 	do									\
@@ -151,20 +151,35 @@ byte readers, writers;	/* inside now */
 		fi								\
 	od
 
-/* ursa__rwlock_wr_abandon. */
+/* wr_abandon: deregister (one RMW), then decide on the current __state
+ * (the collapsed CAS loop): unlocked, act as an unlocker that assumes
+ * writers wait; write-locked, make sure WRITERS_WAITING is set; read-locked,
+ * clear both bits, then wake every writer (after a bump) and, if readers
+ * were waiting, every reader. */
 #define wr_abandon()								\
 	if									\
 	:: registered ->							\
 		registered = false;						\
+		state = state - CNT_ONE;					\
 		atomic {							\
-			state = state - CNT_ONE;				\
 			if							\
 			:: UNLOCKED(state) -> act = 3				\
-			:: else -> state = state | WW; act = 0			\
+			:: COUNT(state) == WL -> state = state | WW; act = 0	\
+			:: !UNLOCKED(state) && COUNT(state) != WL ->		\
+				hadrw = (state & RW) != 0;			\
+				state = state & ~WAITING; act = 4		\
 			fi							\
 		};								\
 		if								\
 		:: act == 3 -> act = 0; aw = true; wake_writer_or_readers(aw)	\
+		:: act == 4 -> act = 0;						\
+			notify++;						\
+			futex_wake(A_NOTIFY, MAXPROC, cnt, tmp);		\
+			if							\
+			:: hadrw -> futex_wake(A_STATE, MAXPROC, cnt, tmp)	\
+			:: else							\
+			fi;							\
+			cnt = 0; hadrw = false					\
 		:: else								\
 		fi								\
 	:: else									\
