@@ -204,7 +204,7 @@ static int transient_child(long unused)
 	none.rlim_cur = (rlim_t)highest;
 	if (setrlimit(RLIMIT_NOFILE, &none) != 0)
 		return 14;
-	struct ursa_op op;
+	struct ursa_op op = URSA_OP_INIT;
 	if (ursa_probe(&f) != 0 || f.uring)
 		return 20; /* the refusal was not seen, or not answered "no ring" */
 	if (ursa_event_wait_async(&ring, &e, &op) != -EOPNOTSUPP)
