@@ -14,6 +14,11 @@
 
 #include "config.h"
 
+/* The gnuplot configure found; plain "gnuplot" from PATH without config.h's. */
+#ifndef URSA_GNUPLOT
+#define URSA_GNUPLOT "gnuplot"
+#endif
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -563,7 +563,8 @@ static void cn_plot(const char *csv_path, int w)
 	fprintf(f, "unset multiplot\n");
 	fclose(f);
 
-	/* Run gnuplot in the script's directory, so the PNG lands beside it. */
+	/* Run the gnuplot configure found (URSA_GNUPLOT, config.h) in the
+	 * script's directory, so the PNG lands beside it. */
 	char cmd[9000], dir[4200];
 	snprintf(dir, sizeof(dir), "%s", gp);
 	char *slash = strrchr(dir, '/');
@@ -571,7 +572,7 @@ static void cn_plot(const char *csv_path, int w)
 		*slash = 0;
 	else
 		snprintf(dir, sizeof(dir), ".");
-	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot '%s' 2>&1", dir,
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' '%s' 2>&1", dir, URSA_GNUPLOT,
 		 strrchr(gp, '/') ? strrchr(gp, '/') + 1 : gp);
 	int rc = system(cmd);
 	if (rc != 0)
