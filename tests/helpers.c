@@ -165,19 +165,26 @@ int t_ring_init(unsigned entries, struct io_uring *r, unsigned flags)
 	return t_ring_init_params(entries, r, &p);
 }
 
-void t_wait_sleeping(pid_t tid)
+bool t_is_sleeping(pid_t tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert(f, "open %s", path);
-		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[len] = 0;
-		char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+void t_wait_sleeping(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	while (!t_is_sleeping(tid)) {
+		cr_assert(access(path, F_OK) == 0, "thread %d exited before it slept", (int)tid);
 		sched_yield();
 	}
 }

@@ -47,6 +47,8 @@ bool t_fork_all(int n, bool (*fn)(int i, void *arg), void *arg);
 /* Wait until thread tid is asleep (state S: in these tests only a futex
  * wait puts a waiter thread there; it yields while it is not). */
 void t_wait_sleeping(pid_t tid);
+/* Whether thread tid is asleep now (state S); false once it has exited. */
+bool t_is_sleeping(pid_t tid);
 /* A child left blocked by a failed test must not outlive it (t_fork_all
  * waits for every child; the runner kills only the test process): call
  * first thing in a forked child. */

@@ -123,6 +123,7 @@ struct newcomer {
 	const struct timespec *abs;
 	atomic_int tid;
 	int res;
+	atomic_int done;
 };
 
 static void *newcomer(void *arg)
@@ -132,6 +133,7 @@ static void *newcomer(void *arg)
 	n->res = ursa_mutex_timedlock(n->m, n->clk, n->abs);
 	if (!n->res)
 		ursa_mutex_unlock(n->m);
+	atomic_store(&n->done, 1);
 	return NULL;
 }
 
@@ -171,8 +173,9 @@ static bool unlock_hands_over(struct io_uring *ring, ursa_mutex_t *m)
 
 /* A thread that comes to a mutex handed over to a starving ring waiter
  * sleeps a bounded time (lib/mutex.c, lib/time.c) — the bound is compared
- * with the caller's deadline, here near the largest time_t. It must get
- * the lock once the ring waiter has had its turn. */
+ * with the caller's deadline, here near the largest time_t (it must not
+ * overflow). It must get the lock: after the ring waiter's turn, or, when
+ * that turn is late, after its bounded sleep in the claimer's place. */
 static void handed_newcomer(clockid_t clk, const struct timespec *abs)
 {
 	struct io_uring ring;
@@ -186,12 +189,17 @@ static void handed_newcomer(clockid_t clk, const struct timespec *abs)
 	while (!unlock_hands_over(&ring, &m))
 		cr_assert_lt(++losses, 16, "no hand-off to a ring waiter that lost %d races",
 			     losses);
-	struct newcomer n = {&m, clk, abs, 0, -1};
+	struct newcomer n = {&m, clk, abs, 0, -1, 0};
 	pthread_t t;
 	pthread_create(&t, NULL, newcomer, &n);
 	while (!atomic_load(&n.tid))
 		;
-	t_wait_sleeping(n.tid);
+	/* Until it sleeps — or has been and gone: its sleep on a HANDED word
+	 * is bounded (URSA_HANDED_SLEEP_MS), after which it takes the
+	 * claimer's place, so on a loaded machine it may get the lock and
+	 * leave before this thread looks. */
+	while (!atomic_load(&n.done) && !t_is_sleeping(n.tid))
+		sched_yield();
 	reap(&ring, &op);
 	cr_assert_eq(op.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
