@@ -418,6 +418,7 @@ struct race {
 	int iters;
 	atomic_int ready; /* last iteration the waiter prepared */
 	atomic_int kdone; /* last iteration the waker finished */
+	atomic_int waking; /* last iteration the waker is about to wake */
 	int *wres;	  /* waiter's result per iteration */
 	int *kres;	  /* waker's result per iteration */
 };
@@ -455,10 +456,19 @@ static void *race_waiter(void *arg)
 			dl.tv_nsec = ns;
 			x->wres[i] = ursa_waitq_wait(x->q, 0, CLOCK_MONOTONIC, &dl);
 		} else {
-			/* A wider spread than the waker's, so that the wake
-			 * comes first in some rounds however the two threads
-			 * are scheduled (run_race asserts both outcomes). */
-			spin((unsigned)(i * 7919) % 40000);
+			/* Odd rounds cancel as the waker calls its wake (a
+			 * tight race; on a shared CPU the wake mostly wins),
+			 * even rounds after a spread wider than the waker's
+			 * (the cancel mostly wins): both outcomes occur
+			 * however the threads are scheduled, and run_race
+			 * asserts that they did. */
+			if (i & 1) {
+				while (atomic_load(&x->waking) != i)
+					sched_yield();
+				spin((unsigned)(i * 7919) % 400);
+			} else {
+				spin((unsigned)(i * 7919) % 40000);
+			}
 			x->wres[i] = ursa_waitq_cancel(x->q, 0);
 		}
 	}
@@ -472,6 +482,7 @@ static void *race_waker(void *arg)
 		while (atomic_load(&x->ready) != i)
 			sched_yield();
 		spin((unsigned)(i * 104729) % 4000);
+		atomic_store(&x->waking, i);
 		switch (i % 3) {
 		case 0:
 			x->kres[i] = ursa_waitq_wake_slot(x->q, 0, x->ring);
