@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,10 +252,14 @@ Test(async, cancel_finishes_once)
 
 /* The unlocker: for each round, waits for the go signal, spins a varying
  * few hundred nanoseconds, then unlocks — racing the main thread's cancel
- * or the op's deadline. */
+ * or the op's deadline. In odd cancel rounds the main thread cancels once
+ * the unlocker has seen the signal (then both race; when the two share a
+ * CPU the wake mostly wins), in even ones at once (the cancel mostly
+ * wins): both outcomes occur however the threads are scheduled. */
 struct racer {
 	ursa_mutex_t m;
 	atomic_int go;
+	atomic_int unlocking;
 	atomic_int done;
 	int iters;
 };
@@ -264,8 +269,9 @@ static void *unlocker(void *arg)
 	struct racer *x = *(struct racer **)arg;
 	for (int i = 1; i <= x->iters; i++) {
 		while (atomic_load(&x->go) != i)
-			;
-		for (volatile int k = 0; k < (i * 37) % 2000; k++)
+			sched_yield();
+		atomic_store(&x->unlocking, i);
+		for (volatile int k = 0; k < (i * 37) % 8000; k++)
 			;
 		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
 		atomic_store(&x->done, i);
@@ -302,13 +308,15 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired,
 		io_uring_submit(&r);
 		atomic_store(&x.go, i);
 		if (rc == 0) {
+			while (mode == 0 && (i & 1) && atomic_load(&x.unlocking) != i)
+				sched_yield();
 			if (mode == 0)
 				cr_assert_eq(ursa_op_cancel(&r, &op), 0);
 			struct ursa_op *done = t_reap(&r, NULL, 10000);
 			cr_assert_eq(done, &op, "op never finished (iteration %d)", i);
 		}
 		while (atomic_load(&x.done) != i)
-			;
+			sched_yield();
 		if (op.res == 0) {
 			acquired++;
 			cr_assert_eq(ursa_mutex_unlock(&x.m), 0, "op said acquired but lock not held");

@@ -307,7 +307,7 @@ static void one(enum kind k, clockid_t clk, const struct timespec *abs)
 	pthread_t t;
 	pthread_create(&t, NULL, waiter, w);
 	while (atomic_load(&w->state) == 0)
-		;
+		sched_yield();
 	t_sleep_ms(20); /* most often asleep by now; returning at once would
 			   also be seen: res must be 0 and it must wait for us */
 	cr_assert_eq(atomic_load(&w->state), 1, "kind %d returned early: %d", k, w->res);

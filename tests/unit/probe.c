@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static int round_child(long stagger_us)
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&t[i], NULL, caller, &c[i]);
 	while (atomic_load(&started) < NTHREADS)
-		;
+		sched_yield();
 	atomic_store(&go, 1);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(t[i], NULL);
