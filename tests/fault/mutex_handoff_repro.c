@@ -24,6 +24,7 @@
 #include <liburing.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,9 +65,11 @@ static void *thread_b(void *arg)
 	struct io_uring r;
 	io_uring_queue_init(8, &r, 0);
 	for (;;) {
-		while (!atomic_load(&go))
+		while (!atomic_load(&go)) {
 			if (atomic_load(&stop))
 				return NULL;
+			sched_yield(); /* on a shared CPU, let the main thread run */
+		}
 		atomic_store(&go, 0);
 		unsigned d = atomic_load(&bdelay);
 		for (volatile unsigned i = 0; i < d; i++)
@@ -105,7 +108,7 @@ Test(fault_mutex_handoff, ring_newcomer_not_stranded_on_handed)
 		for (int k = 0; k < 8 && !(m.__word & 0x10u); k++) {
 			/* a spurious wake: the op steps again (slept, loses), re-arms */
 			while (syscall(SYS_futex, &m.__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) != 1)
-				;
+				sched_yield();
 			struct io_uring_cqe *cqe;
 			io_uring_wait_cqe(&r, &cqe);
 			struct ursa_op *done = NULL;
@@ -124,7 +127,7 @@ Test(fault_mutex_handoff, ring_newcomer_not_stranded_on_handed)
 		atomic_store(&go, 1);
 		ursa_mutex_unlock(&m);
 		while (!atomic_load(&bdone))
-			;
+			sched_yield();
 	}
 	atomic_store(&stop, 1);
 	pthread_join(t, NULL);

@@ -139,7 +139,7 @@ static void *excl_worker(void *arg)
 			cr_assert_eq(r, 0);
 		} else if (i % 7 == 3) {
 			while (ursa_mutex_trylock(&x->m) != 0)
-				;
+				sched_yield(); /* the holder may need this CPU */
 		} else {
 			cr_assert_eq(ursa_mutex_lock(&x->m), 0);
 		}
