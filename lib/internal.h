@@ -42,11 +42,6 @@
 #define cas_seqcst(p, e, d) \
 	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
-/* Spin iterations before sleeping: about a microsecond or two of PAUSE.
- * Long enough to cover a short critical section on another core, short
- * enough to be noise against a futex sleep/wake round trip (~5-10 us). */
-#define URSA_SPIN 100
-
 /* Longest a bounded wait sleeps before stepping again (lib/mutex.c). */
 #define URSA_HANDED_SLEEP_MS 10
 
@@ -58,6 +53,10 @@
  * whose signaller usually still holds it — and, woken onto the signaller's
  * CPU, would only keep it from running by spinning. */
 URSA_PRIVATE_FN int ursa__mutex_lock_nospin(ursa_mutex_t *m);
+
+/* The semaphore's spin before sleeping (lib/sem.c), for the shim's
+ * sem_wait too: 0 if it took a unit, -EBUSY (sleep now). */
+URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */

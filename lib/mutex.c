@@ -43,8 +43,6 @@
 #include "lib/internal.h"
 #include "lib/trace.h"
 
-#include <sched.h>
-
 #define M_SHARED URSA__MUTEX_SHARED /* bit 31: process-shared (constant) */
 #define M_CNT 0x7fffffe0u	    /* bits 5-30: registered waiters */
 #define M_CNT_ONE 0x20u
@@ -59,10 +57,6 @@
 #define URSA_HANDOFF_AFTER 2
 /* Waiting time after which any waiter asks for a hand-off. */
 #define URSA_FAIR_NS 1000000
-/* Newcomer spin: rounds of PAUSE, then rounds of sched_yield, and only
- * while no waiter sleeps. */
-#define URSA_SPIN_PAUSE 4
-#define URSA_SPIN_YIELD 4
 
 /* Mutex-private flags in struct ursa_waiter.aux beside URSA_W_RING/REQ;
  * bits 8-31 hold when the waiter first waited, in 2^16 ns units. */
@@ -304,25 +298,18 @@ static void mutex_release(void *obj, struct ursa_waiter *w)
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
-	/* Spin a little while nobody sleeps: a few PAUSEs cover a short
-	 * critical section on the other CPU, a few sched_yield()s let a
-	 * preempted holder run on ours. Once a waiter sleeps (SLEEPERS) or a
-	 * hand-off is under way, queue behind them instead. A timed locker
-	 * does not yield: on a loaded machine one yield can outlast a short
-	 * deadline, and it would time out without ever having waited. */
-	int spins = URSA_SPIN_PAUSE + (abs ? 0 : URSA_SPIN_YIELD);
-	for (int i = 0; i < spins; i++) {
+	/* Spin while nobody sleeps (kernel/arch.h: yields, or PAUSEs for a
+	 * timed locker). Once a waiter sleeps (SLEEPERS) or a hand-off is
+	 * under way, queue behind them instead. */
+	for (int i = 0;;) {
 		uint32_t v = ld_relaxed(&m->__word);
-		if (!(v & M_HELD) && cas_acq(&m->__word, &v, v | M_LOCKED))
-			return 0;
-		if (v & (M_SLEEPERS | M_HANDED))
-			break;
-		if (i < URSA_SPIN_PAUSE) {
-			for (int k = 0; k < (8 << i); k++)
-				ursa_cpu_relax();
-		} else {
-			sched_yield();
+		if (!(v & M_HELD)) {
+			if (cas_acq(&m->__word, &v, v | M_LOCKED))
+				return 0;
+			continue;
 		}
+		if ((v & (M_SLEEPERS | M_HANDED)) || !ursa_k_spin(i++, abs != NULL))
+			break;
 	}
 	struct ursa_waiter w = {0};
 	URSA_TRACE(mutex_wait_begin, m);

@@ -376,19 +376,18 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 
 static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
 {
-	/* Spin while a writer holds the lock with nobody queued: cheaper than
-	 * a futex round trip for a short critical section. Stop as soon as a
-	 * waiting bit shows (others sleep; queue behind them). */
-	for (int i = 0; i < URSA_SPIN; i++) {
+	/* Spin while a writer holds the lock with nobody queued
+	 * (kernel/arch.h); stop as soon as a waiting bit shows (others sleep:
+	 * queue behind them). */
+	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
 		if (rw_read_lockable(s)) {
 			if (cas_acq(&l->__state, &s, s + 1))
 				return 0;
 			continue;
 		}
-		if ((s & RW_WAITING) || !rw_write_locked(s))
+		if ((s & RW_WAITING) || !rw_write_locked(s) || !ursa_k_spin(i++, abs != NULL))
 			break;
-		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
 	URSA_TRACE(rwlock_rdwait_begin, l);
@@ -474,16 +473,15 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
 {
 	/* Spin until free, or until writers are queued (then queue too). */
-	for (int i = 0; i < URSA_SPIN; i++) {
+	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
 		if (rw_unlocked(s)) {
 			if (cas_acq(&l->__state, &s, s | RW_WRITE_LOCKED))
 				return 0;
 			continue;
 		}
-		if (s & RW_WRITERS_WAITING)
+		if ((s & RW_WRITERS_WAITING) || !ursa_k_spin(i++, abs != NULL))
 			break;
-		ursa_cpu_relax();
 	}
 	struct ursa_waiter w = {0};
 	URSA_TRACE(rwlock_wrwait_begin, l);

@@ -163,18 +163,23 @@ static int sem_abandon(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
+/* A post often follows shortly (a producer just behind): spin while
+ * nobody sleeps (kernel/arch.h) before paying for a futex round trip. */
+int ursa__sem_spin(ursa_sem_t *s, bool timed)
+{
+	struct ursa_waiter none = {0};
+	for (int i = 0;; i++) {
+		if (sem_take(s, &none) == 0)
+			return 0;
+		if ((ld_relaxed(&s->__waiters) & S_COUNT) || !ursa_k_spin(i, timed))
+			return -EBUSY;
+	}
+}
+
 static int sem_wait_slow(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
 {
-	/* A post often follows shortly (a producer just behind): spin a
-	 * little before paying for a futex round trip. */
-	for (int i = 0; i < URSA_SPIN; i++) {
-		if (ld_relaxed(&s->__value) > 0) {
-			struct ursa_waiter none = {0};
-			if (sem_take(s, &none) == 0)
-				return 0;
-		}
-		ursa_cpu_relax();
-	}
+	if (ursa__sem_spin(s, abs != NULL) == 0)
+		return 0;
 	struct ursa_waiter w = {0};
 	URSA_TRACE(sem_wait_begin, s);
 	int r = ursa__block(s, &ursa__sem_ops, &w, clk, abs);

@@ -121,13 +121,9 @@ SHIM_API int sem_trywait(sem_t *ps)
 static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk,
 					       const struct timespec *abs)
 {
-	/* A post often follows shortly: spin a little first, as
-	 * ursa_sem_wait does. */
-	for (int i = 0; i < URSA_SPIN; i++) {
-		if (ursa_sem_value(&s->s) > 0 && ursa_sem_trywait(&s->s) == 0)
-			return 0;
-		ursa_cpu_relax();
-	}
+	/* A post often follows shortly: spin first, as ursa_sem_wait does. */
+	if (ursa__sem_spin(&s->s, abs != NULL) == 0)
+		return 0;
 	SHIM_SAVE_ERRNO;
 	struct ursa_waiter w = {0};
 	ursa__cancel_point.obj = &s->s;
