@@ -3,34 +3,56 @@
  * lib/cond.c — the 8-byte condition variable, used with ursa_mutex_t.
  * Spin model: tests/models/cond.pml.
  *
- *   wait:      holding m: waiters++, snap = __seq (both seq_cst); unlock m;
- *              sleep while __seq == snap; once __seq != snap: waiters--,
- *              re-lock m (without spinning: the signaller usually holds it).
- *   signal:    waiters == 0: nothing (no system call). Else __seq++, wake 1.
- *   broadcast: waiters == 0: nothing. Else __seq++, wake all (INT_MAX).
+ *   wait:      holding m: snap = __seq, then REG + 1 (both seq_cst); unlock
+ *              m; sleep while __seq == snap; once __seq != snap: leave
+ *              (REG - 1, and SIG - 1 if SIG > 0); re-lock m. SIG <= REG.
+ *   signal:    REG == SIG (nobody unsignalled waits): nothing, no system
+ *              call. Else SIG + 1, __seq + 1, wake 1.
+ *   broadcast: REG == SIG: nothing. Else SIG = REG, __seq + 1, wake all.
+ *   give up:   (timeout, cancel) leave as above if __seq moved since snap
+ *              (the wait reports a wakeup), else REG - 1 only; SIG is
+ *              kept at most REG (a signal may be between its two steps).
  *
- * Invariant: a waiter registers and snapshots while it holds m, so a
- * signaller that acts after the waiter's unlock sees waiters > 0 and
- * increments __seq after the snapshot (lib/step.h says why its wake then
- * cannot be lost). The kernel wakes futex waiters — threads and ring ops
- * alike — in FIFO order, and every waiter queued before an increment holds
- * an older snapshot than any queued after it, so a signal wakes a waiter it
- * was meant for. A waiter that gives up after a signal may have consumed
- * its wake: its abandon reports the wait as woken (1), so the signal is
- * delivered, not lost. Spurious wakeups happen, as POSIX allows.
+ * Invariant: REG - SIG >= the number of registered waiters whose snapshot
+ * is the current __seq (the unsignalled), so a signal finds every waiter
+ * that still needs one; SIG only says which wakes are already on their
+ * way, and may be too low (a waiter that leaves after a signal meant for
+ * another takes one off), which costs a spare wake, never a lost one. The
+ * snapshot comes before the registration: a signaller whose SIG + 1 saw
+ * this waiter registered then moves __seq after its snapshot (seq_cst
+ * total order), so that waiter wakes. A waiter registers while it holds
+ * m, so a signaller that acts after the waiter's unlock counts it (lib/step.h
+ * says why the wake cannot be lost). The kernel wakes futex waiters —
+ * threads and ring ops alike — in FIFO order. A waiter that gives up after
+ * a signal may have consumed its wake: its abandon reports the wait as
+ * woken (1), so the signal is delivered, not lost. Spurious wakeups happen,
+ * as POSIX allows.
  *
  * Limits: __seq is 32 bits (a waiter delayed across exactly 2^32 signals
- * would sleep through them); no requeue (ring waiters cannot be requeued),
- * so a broadcast wakes every sleeper to contend for m.
+ * would sleep through them); 65535 waiters at once (-EAGAIN beyond); SIG
+ * stops at 32767 (more signals then wake without being counted); no
+ * requeue (ring waiters cannot be requeued), so a broadcast wakes every
+ * sleeper to contend for m.
  */
 #include "lib/internal.h"
 
-/* __seq: the futex word, +1 per signal/broadcast that found a waiter.
- * __waiters: bit 31 SHARED (constant after init); bits 0-30 registered
- * waiters, threads and ring ops, from begin until their step says DONE or
- * they abandon. */
-#define C_SHARED 0x80000000u
-#define C_COUNT	 0x7fffffffu
+/* __seq: the futex word, +1 per signal/broadcast that found an unsignalled
+ * waiter. __waiters: */
+#define C_SHARED  0x80000000u /* bit 31: SHARED (constant after init) */
+#define C_SIG	  0x7fff0000u /* bits 16-30: signalled waiters not yet gone */
+#define C_SIG_ONE 0x00010000u
+#define C_REG	  0x0000ffffu /* bits 0-15: registered waiters, threads and
+				 ring ops, from begin until they leave */
+
+static inline uint32_t c_reg(uint32_t w)
+{
+	return w & C_REG;
+}
+
+static inline uint32_t c_sig(uint32_t w)
+{
+	return (w & C_SIG) >> 16;
+}
 
 _Static_assert(sizeof(ursa_cond_t) == 8, "ursa_cond_t must be 8 bytes");
 _Static_assert(_Alignof(ursa_cond_t) == 4, "ursa_cond_t must be 4-byte aligned");
@@ -55,43 +77,67 @@ int ursa_cond_destroy(ursa_cond_t *c)
 		return -EINVAL;
 	/* Acquire pairs with the release of the last deregistration: once the
 	 * count reads 0, no waiter touches *c any more. */
-	return (ld_acquire(&c->__waiters) & C_COUNT) ? -EBUSY : 0;
+	return c_reg(ld_acquire(&c->__waiters)) ? -EBUSY : 0;
 }
 
-static int cond_wake(ursa_cond_t *c, int n)
+static int cond_wake(ursa_cond_t *c, bool all)
 {
 	if (!c)
 		return -EINVAL;
-	/* seq_cst load and increment: with the waiter's seq_cst registration
-	 * and snapshot these form one total order, which covers even callers
+	/* seq_cst CAS and increment: with the waiter's seq_cst snapshot and
+	 * registration these form one total order, which covers even callers
 	 * that publish their predicate through an atomic rather than m. */
-	uint32_t wv = __atomic_load_n(&c->__waiters, __ATOMIC_SEQ_CST);
-	if ((wv & C_COUNT) == 0)
-		return 0;
+	uint32_t w = __atomic_load_n(&c->__waiters, __ATOMIC_SEQ_CST), n;
+	do {
+		uint32_t reg = c_reg(w), sig = c_sig(w);
+		if (reg <= sig)
+			return 0; /* nobody, or every waiter's wake is on its way */
+		if (all)
+			sig = reg;
+		else
+			sig++;
+		if (sig > (C_SIG >> 16))
+			sig = C_SIG >> 16; /* uncounted: a spare wake later */
+		n = (w & ~C_SIG) | (sig << 16);
+	} while (!__atomic_compare_exchange_n(&c->__waiters, &w, n, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_SEQ_CST));
 	__atomic_fetch_add(&c->__seq, 1, __ATOMIC_SEQ_CST);
 	/* A wake cannot fail on a mapped word; there is nothing to undo. */
-	ursa_k_futex_wake(&c->__seq, n, wv & C_SHARED);
+	ursa_k_futex_wake(&c->__seq, all ? INT_MAX : 1, w & C_SHARED);
 	return 0;
 }
 
 int ursa_cond_signal(ursa_cond_t *c)
 {
-	return cond_wake(c, 1);
+	return cond_wake(c, false);
 }
 
 int ursa_cond_broadcast(ursa_cond_t *c)
 {
-	return cond_wake(c, INT_MAX);
+	return cond_wake(c, true);
 }
 
 /* ---- steps (shared with lib/async.c) -------------------------------- */
 
-static void cond_deregister(ursa_cond_t *c, struct ursa_waiter *w)
+/* Leave: REG - 1, and SIG - 1 when the sequence moved since our snapshot
+ * (we take one signal's place, ours or another's: SIG may end up low,
+ * never high); SIG never above REG (an unsignalled waiter leaving between
+ * a signal's count and its increment). Release: pairs with destroy's
+ * acquire. */
+static void cond_deregister(ursa_cond_t *c, struct ursa_waiter *w, bool signalled)
 {
-	if (w->registered) {
-		w->registered = 0;
-		__atomic_fetch_sub(&c->__waiters, 1, __ATOMIC_RELEASE);
-	}
+	if (!w->registered)
+		return;
+	w->registered = 0;
+	uint32_t v = ld_relaxed(&c->__waiters), n;
+	do {
+		uint32_t reg = c_reg(v) - 1, sig = c_sig(v);
+		if (signalled && sig)
+			sig--;
+		if (sig > reg)
+			sig = reg;
+		n = (v & C_SHARED) | (sig << 16) | reg;
+	} while (!cas_rel(&c->__waiters, &v, n));
 }
 
 /* Register w and snapshot the sequence, holding m: validates (m locked,
@@ -109,8 +155,14 @@ static int cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
 	 * someone does. */
 	if (!ursa__mutex_is_locked(m))
 		return -EPERM;
-	__atomic_fetch_add(&c->__waiters, 1, __ATOMIC_SEQ_CST);
+	/* Snapshot first, then register (the invariant at the top). */
 	w->aux = __atomic_load_n(&c->__seq, __ATOMIC_SEQ_CST);
+	uint32_t v = __atomic_load_n(&c->__waiters, __ATOMIC_RELAXED);
+	do {
+		if (c_reg(v) == C_REG)
+			return -EAGAIN;
+	} while (!__atomic_compare_exchange_n(&c->__waiters, &v, v + 1, false, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
 	w->registered = 1;
 	return 0;
 }
@@ -119,7 +171,7 @@ static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_cond_t *c = obj;
 	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux || !w->registered) {
-		cond_deregister(c, w);
+		cond_deregister(c, w, true);
 		return URSA_STEP_DONE;
 	}
 	out->addr = &c->__seq;
@@ -139,7 +191,7 @@ static int cond_abandon(void *obj, struct ursa_waiter *w)
 	 * as woken rather than let the signal vanish; it is at worst a
 	 * spurious wakeup, which callers handle. */
 	bool signalled = __atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux;
-	cond_deregister(c, w);
+	cond_deregister(c, w, signalled);
 	return signalled ? 1 : 0;
 }
 
@@ -169,9 +221,9 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struc
 	}
 	r = ursa__block(c, &ursa__cond_ops, &w, clk, abs);
 	/* Every return after the wait holds m again, timeouts included. A
-	 * lock of a valid mutex cannot fail. No spinning: the signaller
-	 * usually still holds m, often on the CPU we were woken onto. */
-	ursa__mutex_lock_nospin(m);
+	 * lock of a valid mutex cannot fail. The signaller often still holds
+	 * m, on the CPU we were woken onto: the lock's spin yields to it. */
+	ursa__mutex_lock_fast(m);
 	return r;
 }
 

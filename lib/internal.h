@@ -49,11 +49,6 @@
 #define URSA_W_RING 0x1u /* an io_uring waiter (lib/async.c) */
 #define URSA_W_REQ 0x2u  /* this waiter has set the hand-off request */
 
-/* Lock without spinning first: for a condvar waiter re-taking its mutex,
- * whose signaller usually still holds it — and, woken onto the signaller's
- * CPU, would only keep it from running by spinning. */
-URSA_PRIVATE_FN int ursa__mutex_lock_nospin(ursa_mutex_t *m);
-
 /* The semaphore's spin before sleeping (lib/sem.c), for the shim's
  * sem_wait too: 0 if it took a unit, -EBUSY (sleep now). */
 URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);

@@ -318,14 +318,6 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 	return r;
 }
 
-int ursa__mutex_lock_nospin(ursa_mutex_t *m)
-{
-	if (ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE))
-		return 0;
-	struct ursa_waiter w = {0};
-	return ursa__block(m, &ursa__mutex_ops, &w, CLOCK_MONOTONIC, NULL);
-}
-
 int ursa__mutex_lock_slow(ursa_mutex_t *m)
 {
 	if (!m)

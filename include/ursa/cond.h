@@ -5,7 +5,7 @@
  * Waiters may be blocked threads or io_uring waiters (ursa_cond_wait_async).
  * Spurious wakeups are possible, as with pthreads: wait in a loop that
  * re-checks the predicate. Signal and broadcast make no system call when no
- * one waits.
+ * one waits, or when every waiter has been woken and not yet returned.
  */
 #ifndef URSA_COND_H
 #define URSA_COND_H
@@ -27,7 +27,8 @@ URSA_API int ursa_cond_init(ursa_cond_t *c, unsigned flags);
 
 /* Atomically unlock *m and wait for a signal or broadcast on *c, then lock
  * *m again. The caller must hold *m. Returns 0, -EINVAL (NULL, or c and m
- * of different privacy), -EPERM (m not locked; nothing waited).
+ * of different privacy), -EPERM (m not locked; nothing waited), -EAGAIN
+ * (65535 waiters already wait on *c; nothing waited, *m still held).
  * Blocks. On every return, including errors after the wait, *m is held. */
 URSA_API int ursa_cond_wait(ursa_cond_t *c, ursa_mutex_t *m);
 
@@ -59,7 +60,8 @@ struct ursa_op;
  * flight: SQEs queued, the caller submits; *m is unlocked until op
  * finishes), -EBUSY (SQ ring full), -EOPNOTSUPP (no io_uring futex ops),
  * -EINVAL (NULL argument, op in flight, c and m of different privacy),
- * -EPERM (m not locked) -- on every error *m is still held and nothing
+ * -EPERM (m not locked), -EAGAIN (65535 waiters already wait on *c) -- on
+ * every error *m is still held and nothing
  * waits. The starter contract is in ursa/async.h. Never blocks: re-taking
  * *m is a ring wait too, and it neither stops for a cancel or deadline nor
  * gives up on an error CQE (the kernel's -ENOMEM: it waits again); when

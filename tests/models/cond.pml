@@ -1,12 +1,13 @@
 /*
  * tests/models/cond.pml — the condition variable of lib/cond.c: a sequence
- * word (+1 per signal/broadcast that found a registered waiter) and a count
- * of registered waiters. Waiters register and snapshot the sequence while
- * holding the mutex (ursa__cond_begin), unlock it, sleep while the sequence
- * equals the snapshot (ursa__cond_step), re-lock. Blocking waiters
- * (ursa_cond_wait / _timedwait) and ring waiters (ursa_cond_wait_async:
- * lib/async.c stage 0 on the condvar, stage 1 re-taking the mutex) run the
- * same steps.
+ * word (+1 per signal/broadcast that found an unsignalled waiter), a count
+ * of registered waiters (REG) and of signalled ones not yet gone (SIG).
+ * Waiters snapshot the sequence and then register while holding the mutex
+ * (cond_begin), unlock it, sleep while the sequence equals the snapshot
+ * (cond_step), re-lock. A signal acts only while REG > SIG. Blocking
+ * waiters (ursa_cond_wait / _timedwait) and ring waiters
+ * (ursa_cond_wait_async: lib/async.c stage 0 on the condvar, stage 1
+ * re-taking the mutex) run the same steps.
  *
  * The mutex is modelled as an atomic lock (its own protocol is checked in
  * mutex.pml); what matters here is that begin happens under it and that
@@ -18,12 +19,23 @@
  * outside the lock, or broadcast; unlock). Checked: every consumer finishes
  * (no invalid end state: a signal lost while a consumer sleeps with an item
  * available leaves it asleep for ever), and at the end items == 0, no waiter
- * is still registered (ursa_cond_destroy's -EBUSY test) and nobody sleeps.
+ * is still registered (ursa_cond_destroy's -EBUSY test), SIG is 0 and
+ * nobody sleeps.
  *
- * Memory model: signal does "load waiters; seq += 1" and begin does
- * "waiters += 1; snapshot seq", all seq_cst in lib/cond.c, and the
+ * Memory model: the signal's CAS on the counts and increment of the
+ * sequence, and the waiter's snapshot and registering CAS, are all seq_cst
+ * in lib/cond.c (one total order, each a separate step here), and the
  * predicate is protected by the mutex: sequential consistency is what the
  * C code provides.
+ *
+ * -DBREAK=2 leaves out the clamp SIG <= REG: an unsignalled waiter that
+ * gives up between a signal's two steps leaves SIG above REG, and the next
+ * waiter's signal is skipped; the model must find it.
+ *
+ * -DBREAK=1 registers before taking the snapshot: a signal from a producer
+ * that already unlocked can then count this waiter (SIG + 1) and move the
+ * sequence before the snapshot sees it, so no later signal wakes it; the
+ * model must find that lost wakeup.
  */
 #define NADDR 1
 #include "futex.pml"
@@ -33,6 +45,9 @@
 #endif
 #ifndef NPROD
 #define NPROD 2
+#endif
+#ifndef BREAK
+#define BREAK 0
 #endif
 #ifndef SPUR
 #define SPUR 1
@@ -44,26 +59,37 @@
 byte mtx;	/* the mutex: 0 free, else holder's _pid */
 byte items;	/* the predicate, under mtx */
 byte seq;	/* c->__seq (the futex word) */
-byte nwait;	/* c->__waiters count (SHARED bit left out) */
+byte nwait;	/* c->__waiters REG (SHARED bit left out) */
+byte nsig;	/* c->__waiters SIG */
 
 #define lock() atomic { mtx == 0 -> mtx = _pid }
 #define unlock() atomic { assert(mtx == _pid); mtx = 0 }
 
-/* cond_wake(c, n) (lib/cond.c): signal n = 1, broadcast n = all. */
+/* cond_wake(c, all) (lib/cond.c): signal n = 1, broadcast n = all. The
+ * CAS on the counts, then the increment, then the wake. */
 #define cond_wake(n)								\
 	if									\
-	:: atomic { nwait > 0 -> seq++ };					\
+	:: atomic { nwait > nsig ->						\
+		if :: n == 1 -> nsig++ :: else -> nsig = nwait fi;		\
+		assert(nsig <= nwait) };					\
+		seq++;								\
 		futex_wake(0, n, cnt, tmp);					\
 		cnt = 0								\
-	:: atomic { nwait == 0 -> skip }	/* nobody registered: no call */\
+	:: atomic { nwait <= nsig -> skip }	/* nobody unsignalled: no call */\
 	fi
+
+/* Leave: REG - 1, and SIG - 1 if signalled and SIG > 0; SIG <= REG. */
+#define cond_leave(signalled)							\
+	registered = false; nwait--;						\
+	if :: (signalled) && nsig > 0 -> nsig-- :: else fi;			\
+	if :: nsig > nwait && BREAK != 2 -> nsig = nwait :: else fi
 
 /* ursa__cond_step: DONE once the sequence moved since begin. */
 #define cond_step(r)								\
 	atomic {								\
 		if								\
 		:: seq != aux || !registered ->					\
-			if :: registered -> registered = false; nwait--		\
+			if :: registered -> cond_leave(true)			\
 			   :: else fi;						\
 			r = DONE						\
 		:: else -> r = WAIT						\
@@ -77,7 +103,7 @@ byte nwait;	/* c->__waiters count (SHARED bit left out) */
 		if								\
 		:: registered ->						\
 			res = (seq != aux -> 1 : 0);				\
-			registered = false; nwait--				\
+			cond_leave(res == 1)					\
 		:: else -> res = 0						\
 		fi								\
 	}
@@ -96,8 +122,14 @@ proctype Consumer(bool may_stop; byte spur)
 	do
 	:: items > 0 -> break
 	:: items == 0 ->
-		/* ursa__cond_begin, holding m (seq_cst increment and load) */
-		atomic { nwait++; aux = seq; registered = true };
+		/* cond_begin, holding m: snapshot, then register (seq_cst) */
+#if BREAK == 1
+		atomic { nwait++; registered = true };
+		aux = seq;
+#else
+		aux = seq;
+		atomic { nwait++; registered = true };
+#endif
 		unlock();
 		/* ursa__block(c, cond_step, cond_abandon) / op_advance */
 		do
@@ -153,6 +185,6 @@ init {
 	}
 	_nr_pr == 1;
 	assert(items == NPROD - NCONS);
-	assert(nwait == 0);
+	assert(nwait == 0 && nsig == 0);	/* and SIG <= REG throughout: */
 	assert(len(fq[0]) == 0);
 }

@@ -47,6 +47,8 @@ mutex	-DNLOCKERS=3 -DNITER=2 -DANY -DBREAK=4	mustfail
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2	ok
 rwlock	-DNWRITERS=1 -DNREADERS=2 -DNITER=2	ok
 cond	-DNCONS=2 -DNPROD=2	ok
+cond	-DNCONS=2 -DNPROD=2 -DBREAK=1	mustfail
+cond	-DNCONS=2 -DNPROD=2 -DBREAK=2	mustfail
 sem	-DNWAITERS=3	ok
 event	-DAUTO -DNW=3	ok
 event	-DNW=3	ok

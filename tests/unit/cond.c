@@ -319,6 +319,57 @@ Test(cond, destroy_with_waiter_is_ebusy)
 	cr_assert_eq(ursa_cond_destroy(&g.c), 0);
 }
 
+/* Signals while the one waiter is woken but not yet gone make no new wake
+ * (it is on its way); once it has left, the count of signalled waiters is
+ * back to zero, so the next waiter's signal wakes it. A count left too high
+ * would skip that signal and leave the second waiter asleep. */
+Test(cond, signals_to_a_waiter_on_its_way_leave_no_debt)
+{
+	static struct gate g;
+	for (int rep = 0; rep < 50; rep++) {
+		memset(&g, 0, sizeof(g));
+		pthread_t a, b;
+		cr_assert_eq(pthread_create(&a, NULL, gate_waiter, &g), 0);
+		wait_for_waiters(&g, 1);
+		g.go = 1;
+		/* A is woken by the first; the others find it signalled. */
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(ursa_cond_signal(&g.c), 0);
+		cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
+		cr_assert_eq(pthread_join(a, NULL), 0);
+		cr_assert_eq(ursa_cond_destroy(&g.c), 0, "A left: nobody registered");
+		g.go = 0;
+		cr_assert_eq(pthread_create(&b, NULL, gate_waiter, &g), 0);
+		wait_for_waiters(&g, 2);
+		g.go = 1;
+		cr_assert_eq(ursa_cond_signal(&g.c), 0);
+		cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
+		cr_assert_eq(pthread_join(b, NULL), 0);
+		cr_assert_eq(atomic_load(&g.errors), 0);
+		cr_assert_eq(g.woken, 2);
+	}
+}
+
+/* 65535 waiters at once is the limit (the count's width, lib/cond.c): one
+ * more is -EAGAIN, with m still held and nothing registered. The count is
+ * set directly (the word layout is lib/cond.c's), then put back. */
+Test(cond, too_many_waiters_is_eagain)
+{
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	ursa_cond_t c = URSA_COND_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	c.__waiters = 0xffffu;
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
+	cr_assert_eq(ursa_cond_wait(&c, &m), -EAGAIN);
+	cr_assert_eq(ursa_cond_timedwait(&c, &m, CLOCK_MONOTONIC, &dl), -EAGAIN);
+	cr_assert_eq(trylock_from_other_thread(&m), -EBUSY, "m still held");
+	cr_assert_eq(c.__waiters, 0xffffu, "nothing registered");
+	c.__waiters = 0;
+	cr_assert_eq(ursa_cond_timedwait(&c, &m, CLOCK_MONOTONIC, &dl), -ETIMEDOUT);
+	cr_assert_eq(ursa_cond_destroy(&c), 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+}
+
 /* A timed waiter that is signalled returns 0, not -ETIMEDOUT, and holds m. */
 Test(cond, timedwait_signalled_returns_zero)
 {
