@@ -61,6 +61,8 @@ struct bench_opts {
 	int reps;	      /* repetitions per point (median taken) */
 	double duration_s;    /* one timed repetition of a throughput scenario */
 	long uncontended_ops; /* lock+unlock pairs per mutex-uncontended rep */
+	bool uncontended_here; /* mutex-uncontended: measure in this process
+				  (the child ursa-bench --uncontended-child) */
 	int pingpong_rounds;  /* round trips per cond-pingpong rep */
 	int handoff_samples;  /* hand-offs per handoff-latency rep */
 	int wake_rounds;      /* wake rounds per wake-batch rep */
@@ -131,6 +133,14 @@ void bench_add_impl(struct bench_scenario *s, const char *name, const char *note
 /* ------------------------------------------------------------- helpers */
 
 /* Print "ursa-bench: what: strerror(-err)" and return -1. */
+/* mutex-uncontended runs each measurement in a fresh process (a thread
+ * ever created makes glibc use atomics for good, even in a forked child):
+ * this re-executes ursa-bench as `--uncontended-child IMPL THREADS OPS`,
+ * which makes THREADS - 1 idle threads, measures with IMPL's function and
+ * prints the figure. */
+int bench_uncontended_spawn(const char *impl, const struct bench_point *pt, double *v);
+int bench_uncontended_child(struct bench_scenario *unc, int argc, char **argv);
+
 int bench_fail(const char *what, int err);
 
 static inline uint64_t bench_now_ns(void)

@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,4 +186,78 @@ uint64_t bench_quantile_u64(uint64_t *u, size_t n, double q)
 	qsort(u, n, sizeof(*u), cmp_u64);
 	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
 	return u[i < n ? i : n - 1];
+}
+
+int bench_uncontended_spawn(const char *impl, const struct bench_point *pt, double *v)
+{
+	char threads[16], ops[32];
+	snprintf(threads, sizeof(threads), "%d", pt->threads);
+	snprintf(ops, sizeof(ops), "%ld", bench_opt.uncontended_ops / (pt->warmup ? 5 : 1));
+	char *argv[] = {"ursa-bench", "--uncontended-child", (char *)impl, threads, ops, NULL};
+	int fd[2];
+	if (pipe(fd))
+		return bench_fail("mutex-uncontended: pipe", errno);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, fd[0]);
+	pid_t pid;
+	extern char **environ;
+	int r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd[1]);
+	if (r) {
+		close(fd[0]);
+		return bench_fail("mutex-uncontended: posix_spawn /proc/self/exe", r);
+	}
+	char buf[64] = {0};
+	ssize_t got = 0, k;
+	while (got < (ssize_t)sizeof(buf) - 1 && (k = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += k;
+	close(fd[0]);
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    sscanf(buf, "%lf", &v[0]) != 1)
+		return bench_fail("mutex-uncontended: the child measurement failed", EPROTO);
+	return 0;
+}
+
+static void *idle_thread(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+int bench_uncontended_child(struct bench_scenario *unc, int argc, char **argv)
+{
+	if (argc != 5)
+		return 2;
+	int threads = atoi(argv[3]);
+	bench_opt.uncontended_ops = atol(argv[4]);
+	bench_opt.uncontended_here = true;
+	if (threads < 1 || threads > 64 || bench_opt.uncontended_ops < 1)
+		return 2;
+	/* The process's other threads: asleep on a pipe nobody writes. */
+	static int idle[2];
+	if (threads > 1 && pipe(idle))
+		return 1;
+	for (int i = 1; i < threads; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, idle_thread, &idle[0]))
+			return 1;
+	}
+	for (int i = 0; i < unc->nimpls; i++) {
+		if (strcmp(unc->impls[i].name, argv[2]))
+			continue;
+		struct bench_point pt = {.threads = threads};
+		double v[BENCH_MAX_METRICS];
+		if (unc->impls[i].measure(&pt, v))
+			return 1;
+		printf("%.6f\n", v[0]);
+		return fflush(stdout) ? 1 : 0;
+	}
+	return 2;
 }

@@ -54,10 +54,10 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 {
 	*unc = (struct bench_scenario){
 	    .name = "mutex-uncontended",
-	    .what = "one thread, lock+unlock of a free mutex",
+	    .what = "lock+unlock of a free mutex by one thread of a fresh process with 1 or 2 threads",
 	    .axis = "threads",
-	    .npoints = 1,
-	    .points = {1},
+	    .npoints = 2,
+	    .points = {1, 2},
 	    .nvariants = 1,
 	    .variants = {""},
 	    .nmetrics = 1,

@@ -37,6 +37,9 @@ static int T(uncontended)(const struct bench_point *pt, double *v)
 	static uint64_t counter;
 	long n = bench_opt.uncontended_ops / (pt->warmup ? 5 : 1);
 
+	if (!bench_opt.uncontended_here)
+		return bench_uncontended_spawn(BENCH_STR(IMPL), pt, v);
+
 	counter = 0;
 	AD(mutex_init)(&m);
 	uint64_t t0 = bench_now_ns();

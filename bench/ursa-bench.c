@@ -246,6 +246,8 @@ int main(int argc, char **argv)
 	bench_async_register(&scen[S_ASYNC]);
 	bench_shim_register(&scen[S_SHIM]);
 	bench_contention_register(&scen[S_CONT]);
+	if (argc > 1 && !strcmp(argv[1], "--uncontended-child"))
+		return bench_uncontended_child(&scen[S_UNC], argc, argv);
 
 	for (int c; (c = getopt_long(argc, argv, "qc:s:t:pr:d:h", opts, NULL)) != -1;) {
 		switch (c) {

@@ -9,7 +9,9 @@
  * becomes the leader, writes everything inserted so far (pwrite of the WAL
  * buffer's records, then fdatasync of a real file) and wakes every waiter
  * whose LSN is now durable. --walwriter: a dedicated WAL writer process
- * flushes instead and backends only wait.
+ * flushes instead and backends only wait. --no-sync leaves out fdatasync
+ * (the records go to the page cache): the wait queue's lock and the wakes
+ * then set the pace instead of the disk.
  *
  * The engines differ only in how a committer waits and how the flusher
  * wakes it:
@@ -210,6 +212,8 @@ static uint64_t load(const uint64_t *p)
 
 /* ---- the flusher: write, sync, wake ----------------------------------------- */
 
+static bool no_sync; /* --no-sync: pwrite only */
+
 /* Write records (from, to] from the WAL buffer, then fdatasync. */
 static void wal_write(uint64_t from, uint64_t to)
 {
@@ -225,7 +229,7 @@ static void wal_write(uint64_t from, uint64_t to)
 			die("ursa-commit: pwrite WAL: %s\n", w < 0 ? strerror(errno) : "short");
 		from += n;
 	}
-	if (fdatasync(S->fd))
+	if (!no_sync && fdatasync(S->fd))
 		die("ursa-commit: fdatasync: %s\n", strerror(errno));
 }
 
@@ -679,6 +683,7 @@ static void usage(FILE *f)
 		"  --engine NAME   sem | condvar | waitq | waitq-ring | all (repeatable; default all)\n"
 		"  --procs N       backend processes (default 16)\n"
 		"  --walwriter     a dedicated WAL writer process flushes; backends only wait\n"
+		"  --no-sync       pwrite only, no fdatasync: the waits and wakes set the pace\n"
 		"  --seconds N     measured seconds per engine (default 12; --quick 4)\n"
 		"  --rounds N      split into N rounds, engines alternating (default 4)\n"
 		"  --warmup N      unmeasured seconds before each round (default 0.3)\n"
@@ -708,12 +713,12 @@ static void write_plot(const char *png, const struct result *res, int nprocs, bo
 	fprintf(g,
 		"set terminal pngcairo size 1000,420 noenhanced font ',10'\n"
 		"set output '%s'\n"
-		"set multiplot layout 1,3 title 'ursa-commit: %d backends%s, pwrite + fdatasync'\n"
+		"set multiplot layout 1,3 title 'ursa-commit: %d backends%s, pwrite%s'\n"
 		"set style data histograms\nset style fill solid 0.8 border -1\n"
 		"set boxwidth 0.6\nset grid ytics\nset yrange [0:*]\nunset key\n"
 		"set xtics rotate by -30\n"
 		"$d << EOD\n",
-		png, nprocs, ww ? " + WAL writer" : "");
+		png, nprocs, ww ? " + WAL writer" : "", no_sync ? " (no fdatasync)" : " + fdatasync");
 	for (int e = 0; e < E_N; e++)
 		if (res[e].ran)
 			fprintf(g, "\"%s\" %.1f %.1f %.3f\n", engine_names[e], res[e].cps,
@@ -735,15 +740,16 @@ static void write_plot(const char *png, const struct result *res, int nprocs, bo
 
 int main(int argc, char **argv)
 {
-	enum { O_ENGINE = 256, O_PROCS, O_WW, O_SECONDS, O_ROUNDS, O_WARMUP, O_QUICK, O_DIR,
-	       O_CSV, O_PLOT, O_HELP };
+	enum { O_ENGINE = 256, O_PROCS, O_WW, O_NOSYNC, O_SECONDS, O_ROUNDS, O_WARMUP, O_QUICK,
+	       O_DIR, O_CSV, O_PLOT, O_HELP };
 	static const struct option lo[] = {
 	    {"engine", required_argument, 0, O_ENGINE}, {"procs", required_argument, 0, O_PROCS},
 	    {"walwriter", no_argument, 0, O_WW},	    {"seconds", required_argument, 0, O_SECONDS},
 	    {"rounds", required_argument, 0, O_ROUNDS}, {"warmup", required_argument, 0, O_WARMUP},
 	    {"quick", no_argument, 0, O_QUICK},	    {"dir", required_argument, 0, O_DIR},
 	    {"csv", required_argument, 0, O_CSV},	    {"plot", required_argument, 0, O_PLOT},
-	    {"help", no_argument, 0, O_HELP},	    {0, 0, 0, 0},
+	    {"help", no_argument, 0, O_HELP},	    {"no-sync", no_argument, 0, O_NOSYNC},
+	    {0, 0, 0, 0},
 	};
 	bool eng[E_N] = {0}, any = false, ww = false, quick = false;
 	int nprocs = 16, rounds = 4;
@@ -768,6 +774,9 @@ int main(int argc, char **argv)
 			break;
 		case O_WW:
 			ww = true;
+			break;
+		case O_NOSYNC:
+			no_sync = true;
 			break;
 		case O_SECONDS:
 			secs = parse_num(optarg, "--seconds", 0.1, 86400);
@@ -854,10 +863,10 @@ int main(int argc, char **argv)
 	Q = (ursa_waitq_t *)(void *)((char *)mem + shsz);
 
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	printf("ursa-commit: %d backend processes%s, %u-byte commit records, WAL %s (pwrite + "
-	       "fdatasync), %ld CPUs\n",
+	printf("ursa-commit: %d backend processes%s, %u-byte commit records, WAL %s (pwrite%s), "
+	       "%ld CPUs\n",
 	       nprocs, ww ? " and a WAL writer" : " (the first waiter leads the flush)", REC_SIZE,
-	       path, cpus);
+	       path, no_sync ? " only, no fdatasync" : " + fdatasync", cpus);
 	printf("  per engine: %d rounds of %.1f s warm-up + %.1f s measured, engines alternating\n",
 	       rounds, warmup, secs / rounds);
 

@@ -49,6 +49,52 @@
 #define URSA_W_RING 0x1u /* an io_uring waiter (lib/async.c) */
 #define URSA_W_REQ 0x2u  /* this waiter has set the hand-off request */
 
+/*
+ * Adaptive spinning, for waits whose length the object cannot tell (a
+ * semaphore's post, a wait queue's wake: microseconds for a lock-like
+ * semaphore, milliseconds for a group commit's fdatasync). The object
+ * keeps a 4-bit hint, est: how many rounds of ursa_k_spin paid off lately,
+ * stored as URSA_SPIN_EST_MAX - est so that a zeroed object starts at the
+ * most (a lock-like semaphore that never spun would find its waiters
+ * always asleep, and spinning stops while anyone sleeps).
+ * A wait spins up to est rounds (with est 0, one round in every 64th wait,
+ * to notice when waits get short again); a spin that ends in the wake
+ * raises est to one more than the rounds it took, one that ends in a
+ * sleep halves it. A hint only: racing updates lose nothing but a round.
+ * Measured (bench/README.md): a fixed 16-round spin made a group commit's
+ * waits over fdatasync cost 3x the context switches; this keeps them at
+ * par and still takes the short waits.
+ */
+#define URSA_SPIN_EST_MAX 15u
+
+static inline unsigned ursa__spin_est(uint32_t stored)
+{
+	return URSA_SPIN_EST_MAX - (stored & URSA_SPIN_EST_MAX);
+}
+
+static inline uint32_t ursa__spin_est_stored(unsigned est)
+{
+	return URSA_SPIN_EST_MAX - est;
+}
+
+static inline int ursa__spin_budget(unsigned est)
+{
+	static __thread unsigned probe;
+	return est ? (int)est : (++probe & 63) == 0;
+}
+
+/* est after a wait that spun `rounds` rounds of a budget, and then had
+ * what it waited for (won) or slept. */
+static inline unsigned ursa__spin_learn(unsigned est, int rounds, bool won)
+{
+	if (!won)
+		return est / 2;
+	unsigned want = (unsigned)rounds + 1u;
+	if (want > URSA_SPIN_EST_MAX)
+		want = URSA_SPIN_EST_MAX;
+	return want > est ? want : est;
+}
+
 /* The semaphore's spin before sleeping (lib/sem.c), for the shim's
  * sem_wait too: 0 if it took a unit, -EBUSY (sleep now). */
 URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);

@@ -6,10 +6,12 @@
  *
  *   __value    the count, 0..URSA_SEM_VALUE_MAX; also the futex word.
  *              Waiters sleep while it is 0.
- *   __waiters  bit 31 SHARED (constant after init); bits 0-30 the number
- *              of registered waiters: blocked threads, ring waiters
- *              (lib/async.c) and wait-any callers (lib/wait_any.c) that
- *              may be asleep on __value or about to be.
+ *   __waiters  bit 31 SHARED (constant after init); bits 27-30 the spin
+ *              hint (lib/internal.h: how long a waiter spins before it
+ *              registers); bits 0-26 the number of registered waiters:
+ *              blocked threads, ring waiters (lib/async.c) and wait-any
+ *              callers (lib/wait_any.c) that may be asleep on __value or
+ *              about to be.
  *
  * Transitions:
  *
@@ -48,14 +50,16 @@
  * waiter steps, finds 0 or takes, and that is all).
  *
  * Overflow: posts stop at URSA_SEM_VALUE_MAX (2^31 - 1), so value never
- * wraps; the waiter count has 31 bits and every waiter is a thread or an
- * in-flight operation, far fewer.
+ * wraps; the waiter count has 27 bits (134 million) and every waiter is a
+ * thread or an in-flight operation, far fewer.
  */
 #include "lib/internal.h"
 #include "lib/trace.h"
 
 #define S_SHARED 0x80000000u
-#define S_COUNT 0x7fffffffu
+#define S_EST 0x78000000u /* bits 27-30: the spin hint (lib/internal.h) */
+#define S_EST_SHIFT 27
+#define S_COUNT 0x07ffffffu
 
 _Static_assert(sizeof(ursa_sem_t) == 8, "ursa_sem_t must be 8 bytes");
 _Static_assert(_Alignof(ursa_sem_t) == 4, "ursa_sem_t must be 4-byte aligned");
@@ -163,16 +167,43 @@ static int sem_abandon(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
-/* A post often follows shortly (a producer just behind): spin while
- * nobody sleeps (kernel/arch.h) before paying for a futex round trip. */
+/* Store a new spin hint in __waiters (its other bits left as they are). */
+static void sem_set_est(ursa_sem_t *s, uint32_t w, unsigned est)
+{
+	uint32_t e = ursa__spin_est_stored(est) << S_EST_SHIFT;
+	while ((w & S_EST) != e && !cas_relaxed(&s->__waiters, &w, (w & ~S_EST) | e))
+		;
+}
+
+/* A post may follow shortly (a producer just behind, a lock-like
+ * semaphore): spin while nobody sleeps (kernel/arch.h), as long as
+ * spinning paid off lately (the hint in __waiters, lib/internal.h). A spin
+ * that saw units come and go to others was no wait for a distant post (a
+ * lock-like semaphore under contention): it counts as paying off. */
 int ursa__sem_spin(ursa_sem_t *s, bool timed)
 {
 	struct ursa_waiter none = {0};
+	uint32_t w = ld_relaxed(&s->__waiters);
+	unsigned est = ursa__spin_est((w & S_EST) >> S_EST_SHIFT);
+	int budget = ursa__spin_budget(est);
+	bool busy = false; /* a unit was there, and another waiter took it */
 	for (int i = 0;; i++) {
-		if (sem_take(s, &none) == 0)
-			return 0;
-		if ((ld_relaxed(&s->__waiters) & S_COUNT) || !ursa_k_spin(i, timed))
+		if (ld_relaxed(&s->__value) > 0) {
+			if (sem_take(s, &none) == 0) {
+				if (i)
+					sem_set_est(s, w, ursa__spin_learn(est, i, true));
+				return 0;
+			}
+			busy = true;
+		}
+		w = ld_relaxed(&s->__waiters);
+		if (w & S_COUNT)
+			return -EBUSY; /* others sleep: queue behind them */
+		if (i >= budget || !ursa_k_spin(i, timed)) {
+			if (i)
+				sem_set_est(s, w, ursa__spin_learn(est, i, busy));
 			return -EBUSY;
+		}
 	}
 }
 

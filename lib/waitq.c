@@ -55,7 +55,7 @@ struct wq_slot {
 	uint32_t next;	/* under the lock; WQ_NIL at the tail */
 	uint32_t prev;	/* under the lock; WQ_NIL at the head */
 	uint32_t state; /* atomic; the slot's futex word */
-	uint32_t pad;
+	uint32_t spin;	/* the owner's spin hint (lib/internal.h) */
 };
 
 struct ursa_waitq {
@@ -251,6 +251,16 @@ int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk, const struct 
 	int r = ursa__check_deadline(clk, abs);
 	if (r)
 		return r;
+	/* The wake may be close (a flusher just behind): spin first, as long
+	 * as spinning paid off lately for this slot. */
+	struct wq_slot *s = &q->slot[slot];
+	unsigned est = ursa__spin_est(s->spin);
+	int budget = ursa__spin_budget(est), i = 0;
+	while (ld_acquire(&s->state) == S_QUEUED && i < budget && ursa_k_spin(i, abs != NULL))
+		i++;
+	if (i)
+		s->spin = ursa__spin_est_stored(
+		    ursa__spin_learn(est, i, ld_relaxed(&s->state) != S_QUEUED));
 	struct ursa_waiter w = {.aux = slot};
 	return ursa__block(q, &ursa__waitq_ops, &w, clk, abs);
 }
