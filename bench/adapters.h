@@ -200,7 +200,6 @@ static inline bool ad_ursa_trylock(ad_ursa_mutex_t *m)
 	return ursa_mutex_trylock(m) == 0;
 }
 
-#if URSA_BENCH_HAVE_RWLOCK
 typedef ursa_rwlock_t ad_ursa_rw_t;
 static inline void ad_ursa_rw_init(ad_ursa_rw_t *l)
 {
@@ -226,9 +225,7 @@ static inline void ad_ursa_wrunlock(ad_ursa_rw_t *l)
 {
 	AD_CHECK("ursa_rwlock_wrunlock", ursa_rwlock_wrunlock(l));
 }
-#endif
 
-#if URSA_BENCH_HAVE_COND
 typedef ursa_cond_t ad_ursa_cond_t;
 static inline void ad_ursa_cond_init(ad_ursa_cond_t *c)
 {
@@ -251,7 +248,6 @@ static inline void ad_ursa_cond_broadcast(ad_ursa_cond_t *c)
 	AD_CHECK("ursa_cond_broadcast", ursa_cond_broadcast(c));
 }
 AD_PP_FROM_COND(ursa)
-#endif
 
 typedef ursa_sem_t ad_ursa_sem_t;
 static inline void ad_ursa_sem_init(ad_ursa_sem_t *s, unsigned v)
@@ -480,7 +476,7 @@ static inline void ad_ck_pp_pass(ad_ck_pp_t *p, int to)
 #endif
 
 /* ------------------------------------------------------------- absl */
-#if URSA_BENCH_HAVE_ABSL
+#ifdef HAVE_ABSL
 /*
  * abseil's absl::Mutex (a reader-writer mutex: ReaderLock) and
  * absl::CondVar, through the C functions of bench/absl_adapter.cc (one

@@ -27,17 +27,12 @@
 #include <sys/types.h>
 #include <time.h>
 
-/* Every ursa API is in the library: these are always 1. */
-#define URSA_BENCH_HAVE_RWLOCK 1
-#define URSA_BENCH_HAVE_COND   1
-#define URSA_BENCH_HAVE_WAITQ  1
-#define URSA_BENCH_HAVE_ASYNC  1
-/* abseil's absl::Mutex (bench/absl_adapter.cc, built when configure found
- * it: HAVE_ABSL in config.h). */
+/* abseil's absl::Mutex (bench/absl_adapter.cc) is built when configure
+ * found it (HAVE_ABSL in config.h). */
 #ifdef HAVE_ABSL
-#define URSA_BENCH_HAVE_ABSL 1
+static const bool bench_have_absl = true;
 #else
-#define URSA_BENCH_HAVE_ABSL 0
+static const bool bench_have_absl = false;
 #endif
 
 #define BENCH_CACHELINE	 64

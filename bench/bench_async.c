@@ -34,10 +34,8 @@
 #include <unistd.h>
 #include <ursa.h>
 
-#if URSA_BENCH_HAVE_ASYNC
 #include <liburing.h>
 #include <ursa/async.h>
-#endif
 
 #define AL_LOCKS       8
 #define AL_CONTENDERS  2
@@ -201,7 +199,6 @@ static void *al_thread_server(void *p)
 	return NULL;
 }
 
-#if URSA_BENCH_HAVE_ASYNC
 /* The ring server: one pipe read and any number of lock waits in flight. */
 struct al_op {
 	struct ursa_op op; /* first: &al_op->op is the op */
@@ -353,7 +350,6 @@ fail:
 	sh->err = -EPROTO;
 	exit(2); /* lock waits in flight cannot be abandoned safely here */
 }
-#endif
 
 static int al_measure(enum al_kind kind, const struct bench_point *pt, double *v)
 {
@@ -363,9 +359,7 @@ static int al_measure(enum al_kind kind, const struct bench_point *pt, double *v
 	pthread_t *ctids = calloc((size_t)nc, sizeof(*ctids));
 	pthread_t server, producer;
 	int fds[2] = {-1, -1}, ret = -1;
-#if URSA_BENCH_HAVE_ASYNC
 	void *ring_state = NULL;
-#endif
 
 	if (!sh || !cs || !ctids) {
 		bench_fail("malloc", ENOMEM);
@@ -394,7 +388,6 @@ static int al_measure(enum al_kind kind, const struct bench_point *pt, double *v
 
 	void *(*server_fn)(void *) = al_thread_server;
 	void *server_arg = sh;
-#if URSA_BENCH_HAVE_ASYNC
 	if (kind == AL_RING) {
 		struct al_ring *R = calloc(1, sizeof(*R));
 		if (!R) {
@@ -415,7 +408,6 @@ static int al_measure(enum al_kind kind, const struct bench_point *pt, double *v
 		server_fn = al_ring_server;
 		server_arg = R;
 	}
-#endif
 
 	sh->t_start = bench_now_ns();
 	for (int i = 0; i < nc; i++)
@@ -451,12 +443,10 @@ static int al_measure(enum al_kind kind, const struct bench_point *pt, double *v
 	v[2] = (double)bench_quantile_u64(sh->lat, sh->nlat, 0.99) / 1e3;
 	ret = 0;
 out:
-#if URSA_BENCH_HAVE_ASYNC
 	if (ring_state) {
 		io_uring_queue_exit(&((struct al_ring *)ring_state)->ring);
 		free(ring_state);
 	}
-#endif
 	if (fds[0] >= 0)
 		close(fds[0]);
 	if (sh)
@@ -477,12 +467,10 @@ static int al_ursa(const struct bench_point *pt, double *v)
 	return al_measure(AL_URSA, pt, v);
 }
 
-#if URSA_BENCH_HAVE_ASYNC
 static int al_ring(const struct bench_point *pt, double *v)
 {
 	return al_measure(AL_RING, pt, v);
 }
-#endif
 
 void bench_async_register(struct bench_scenario *s)
 {
@@ -500,7 +488,6 @@ void bench_async_register(struct bench_scenario *s)
 	};
 	bench_add_impl(s, "glibc", "server thread: read() + pthread_mutex_lock", al_glibc);
 	bench_add_impl(s, "ursa", "server thread: read() + ursa_mutex_lock", al_ursa);
-#if URSA_BENCH_HAVE_ASYNC
 	struct ursa_features f;
 	if (ursa_probe(&f) == 0 && f.uring_futex)
 		bench_add_impl(s, "ursa-ring",
@@ -508,8 +495,4 @@ void bench_async_register(struct bench_scenario *s)
 			       al_ring);
 	else
 		s->missing = "ursa-ring: this kernel has no io_uring FUTEX_WAIT (6.7+)";
-#else
-	s->missing =
-	    "ursa-ring: ursa_mutex_lock_async not in libursa yet (URSA_BENCH_HAVE_ASYNC=0)";
-#endif
 }

@@ -254,9 +254,9 @@ static void cn_free(struct cn_common *c, struct cn_thread *th)
 #include "bench/contention_tmpl.h"
 
 #define IMPL	      ursa
-#define IMPL_HAS_RW   URSA_BENCH_HAVE_RWLOCK
+#define IMPL_HAS_RW   1
 #define IMPL_HAS_SEM  1
-#define IMPL_HAS_COND URSA_BENCH_HAVE_COND
+#define IMPL_HAS_COND 1
 #include "bench/contention_tmpl.h"
 
 #ifdef HAVE_NSYNC
@@ -275,7 +275,7 @@ static void cn_free(struct cn_common *c, struct cn_thread *th)
 #include "bench/contention_tmpl.h"
 #endif
 
-#if URSA_BENCH_HAVE_ABSL
+#ifdef HAVE_ABSL
 #define IMPL	      absl
 #define IMPL_HAS_RW   1
 #define IMPL_HAS_SEM  0
@@ -299,7 +299,7 @@ static const struct cn_impl cn_impls[] = {
 #ifdef HAVE_CK
     {"ck", "ck*", cn_ck_measure, cn_ck_workloads},
 #endif
-#if URSA_BENCH_HAVE_ABSL
+#ifdef HAVE_ABSL
     {"absl", "absl", cn_absl_measure, cn_absl_workloads},
 #endif
 };
@@ -624,7 +624,7 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	cn_tpts[cn_ntpts++] = top;
 	cn_tty = isatty(STDERR_FILENO);
 	cn_calibrate_ts();
-#if URSA_BENCH_HAVE_ABSL
+#ifdef HAVE_ABSL
 	ursa_bench_absl_setup();
 #endif
 

@@ -23,8 +23,8 @@
 #define IMPL	     ursa
 #define IMPL_NOTE    NULL
 #define IMPL_PP_NOTE NULL
-#define IMPL_HAS_RW  URSA_BENCH_HAVE_RWLOCK
-#define IMPL_HAS_PP  URSA_BENCH_HAVE_COND
+#define IMPL_HAS_RW  1
+#define IMPL_HAS_PP  1
 #define IMPL_SPINS   0
 #include "bench/bench_tmpl.h"
 
@@ -114,8 +114,4 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 #ifdef HAVE_CK
 	t_ck_register(unc, con, rw, pp, ho);
 #endif
-	if (!URSA_BENCH_HAVE_RWLOCK)
-		rw->missing = "ursa: ursa_rwlock_* not in libursa yet (URSA_BENCH_HAVE_RWLOCK=0)";
-	if (!URSA_BENCH_HAVE_COND)
-		pp->missing = "ursa: ursa_cond_* not in libursa yet (URSA_BENCH_HAVE_COND=0)";
 }

@@ -56,7 +56,7 @@ bench: bench/ursa-bench$(EXEEXT) bench-force
 bench-force:
 CLEANFILES += bench/out/quick.csv
 
-# `make bench-contention`: the contention matrix (issue 11): every workload,
+# `make bench-contention`: the contention matrix: every workload,
 # critical section, thread count and implementation in alternating rounds;
 # table on stdout, CSV and one PNG per workload in bench/out/. About 15 min;
 # BENCH_ARGS=--quick for a few minutes (e.g. BENCH_ARGS='--quick --workloads mutex').

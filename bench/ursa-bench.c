@@ -372,7 +372,7 @@ int main(int argc, char **argv)
 #else
 	       " (Concurrency Kit not built)",
 #endif
-	       URSA_BENCH_HAVE_ABSL ? ", absl::Mutex (contention only)" : "",
+	       bench_have_absl ? ", absl::Mutex (contention only)" : "",
 	       mallctl ? "jemalloc" : "libc malloc");
 
 	int ret = 0;
