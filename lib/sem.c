@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/sem.c — the 8-byte counting semaphore.
+ * lib/sem.c — the 8-byte counting semaphore. Spin model: tests/models/sem.pml.
  *
  * Two words:
  *

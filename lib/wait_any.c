@@ -26,7 +26,9 @@
  * and wakes one sleeper if its wake may have been ours (lib/mutex.c,
  * lib/sem.c, lib/event.c: release/abandon). Every pass-on wake is at worst
  * spurious. Exactly one object is taken: try and step stop at the first
- * take and release every other object without taking it.
+ * take and release every other object without taking it. Spin models: each
+ * kind's pass-on in its own (tests/models/mutex.pml -DANY, sem.pml,
+ * event.pml -DAUTO).
  */
 #include "lib/internal.h"
 

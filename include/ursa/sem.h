@@ -3,8 +3,10 @@
  * ursa/sem.h — an 8-byte counting semaphore.
  *
  * Post makes no system call when no one waits; wait takes a unit without a
- * system call when one is available. Waiters may be blocked threads or
- * io_uring waiters (ursa_sem_wait_async).
+ * system call when one is available, and before it sleeps spins while
+ * nobody sleeps on the semaphore, as long as spinning paid off lately
+ * (ursa(7)). Waiters may be blocked threads or io_uring waiters
+ * (ursa_sem_wait_async).
  */
 #ifndef URSA_SEM_H
 #define URSA_SEM_H

@@ -21,6 +21,9 @@
  * may wait blocking or in a ring (ursa_waitq_wait_async), and the two kinds
  * mix freely in one queue.
  *
+ * ursa_waitq_wait spins briefly before it sleeps when spinning paid off
+ * for its slot lately (ursa(7)).
+ *
  * A URSA_SHARED queue works in MAP_SHARED memory (or a memfd/shm file)
  * mapped at different addresses in different processes, or twice in one
  * process. A process-private queue must be used through one mapping.
