@@ -221,6 +221,26 @@ static void wait_for_waiters(struct gate *g, int n)
 	}
 }
 
+/* One more gate_waiter; returns holding m once n waiters have counted
+ * themselves (this one the n-th). */
+static pthread_t gate_start(struct gate *g, int n)
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, gate_waiter, g), 0);
+	wait_for_waiters(g, n);
+	return t;
+}
+
+/* Open the gate, signal `signals` times and unlock m; join the waiter. */
+static void gate_release(struct gate *g, pthread_t t, int signals)
+{
+	g->go = 1;
+	for (int i = 0; i < signals; i++)
+		cr_assert_eq(ursa_cond_signal(&g->c), 0);
+	cr_assert_eq(ursa_mutex_unlock(&g->m), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
 static void check_broadcast_wakes_all(unsigned flags, long deadline_ms)
 {
 	enum { K = 6 };
@@ -307,14 +327,9 @@ Test(cond, destroy_with_waiter_is_ebusy)
 {
 	static struct gate g;
 	memset(&g, 0, sizeof(g));
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, gate_waiter, &g), 0);
-	wait_for_waiters(&g, 1);
+	pthread_t t = gate_start(&g, 1);
 	cr_assert_eq(ursa_cond_destroy(&g.c), -EBUSY);
-	g.go = 1;
-	cr_assert_eq(ursa_cond_signal(&g.c), 0);
-	cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
+	gate_release(&g, t, 1);
 	cr_assert_eq(atomic_load(&g.errors), 0);
 	cr_assert_eq(ursa_cond_destroy(&g.c), 0);
 }
@@ -328,23 +343,11 @@ Test(cond, signals_to_a_waiter_on_its_way_leave_no_debt)
 	static struct gate g;
 	for (int rep = 0; rep < 50; rep++) {
 		memset(&g, 0, sizeof(g));
-		pthread_t a, b;
-		cr_assert_eq(pthread_create(&a, NULL, gate_waiter, &g), 0);
-		wait_for_waiters(&g, 1);
-		g.go = 1;
-		/* A is woken by the first; the others find it signalled. */
-		for (int i = 0; i < 3; i++)
-			cr_assert_eq(ursa_cond_signal(&g.c), 0);
-		cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
-		cr_assert_eq(pthread_join(a, NULL), 0);
+		/* A is woken by the first signal; the others find it signalled. */
+		gate_release(&g, gate_start(&g, 1), 3);
 		cr_assert_eq(ursa_cond_destroy(&g.c), 0, "A left: nobody registered");
 		g.go = 0;
-		cr_assert_eq(pthread_create(&b, NULL, gate_waiter, &g), 0);
-		wait_for_waiters(&g, 2);
-		g.go = 1;
-		cr_assert_eq(ursa_cond_signal(&g.c), 0);
-		cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
-		cr_assert_eq(pthread_join(b, NULL), 0);
+		gate_release(&g, gate_start(&g, 2), 1);
 		cr_assert_eq(atomic_load(&g.errors), 0);
 		cr_assert_eq(g.woken, 2);
 	}
@@ -376,13 +379,7 @@ Test(cond, timedwait_signalled_returns_zero)
 	static struct gate g;
 	memset(&g, 0, sizeof(g));
 	g.deadline_ms = 30000;
-	pthread_t t;
-	cr_assert_eq(pthread_create(&t, NULL, gate_waiter, &g), 0);
-	wait_for_waiters(&g, 1);
-	g.go = 1;
-	cr_assert_eq(ursa_cond_signal(&g.c), 0);
-	cr_assert_eq(ursa_mutex_unlock(&g.m), 0);
-	cr_assert_eq(pthread_join(t, NULL), 0);
+	gate_release(&g, gate_start(&g, 1), 1);
 	cr_assert_eq(atomic_load(&g.errors), 0, "the signalled timed wait failed");
 	cr_assert_eq(g.woken, 1);
 }
