@@ -105,7 +105,8 @@ static void usage(FILE *f)
 	       "                    transactions at once, instead of holding them for one\n"
 	       "                    more round while transactions are still ready\n"
 	       "  --workers N       threads engines only: N threads (unequal concurrency)\n"
-	       "  --loops N         ring: event loops (default CPUs)\n"
+	       "  --loops N         ring: event loops (default one per two CPUs, at least\n"
+	       "                    one: bench/BUFPOOL.md says why)\n"
 	       "  --file-mb N       data file size (default 64)\n"
 	       "  --pool-pages N    pool buffers (default a quarter of the file's pages)\n"
 	       "  --txn-pages N     pages per transaction besides the hot one (default 4)\n"
@@ -217,7 +218,11 @@ static void parse_opts(struct opts *o, int argc, char **argv)
 			   .warmup = -1,
 			   .rounds = -1,
 			   .workers = 8 * cpus,
-			   .loops = cpus,
+			   /* One loop per two CPUs: spreading the transactions
+			    * over more loops costs more than the loops gain on
+			    * this 2-vCPU machine (bench/BUFPOOL.md, "How many
+			    * loops"). */
+			   .loops = (cpus + 1) / 2,
 			   .inflight = 8 * cpus,
 			   .preset = "default",
 			   .txn_pages = 4,
@@ -534,6 +539,8 @@ struct result {
 	double secs;		 /* measured windows, summed */
 	double tps_min, tps_max; /* over the rounds */
 	double csw, cpu_us;	 /* context switches, CPU time, summed */
+	double host_us;		 /* every CPU's busy time (/proc/stat), summed */
+	bool host_ok;		 /* every round had it */
 	int64_t sys;		 /* kernel syscall count, summed */
 	bool exact_sys;		 /* every round had the kernel count */
 	uint64_t scanned, flushed;
@@ -543,7 +550,7 @@ struct result {
 	char why[200];	 /* the first failure, or the last success */
 	/* derived by finish_result() */
 	double tps, p50_us, p99_us, max_us;
-	double cs_per_txn, cpu_us_per_txn, sys_per_txn, own_sys_per_txn;
+	double cs_per_txn, cpu_us_per_txn, host_us_per_txn, sys_per_txn, own_sys_per_txn;
 	double lock_waits_per_txn, io_waits_per_txn, hit_pct, writebacks_per_txn;
 	double prefetches_per_txn, timeouts_per_txn;
 };
@@ -552,7 +559,30 @@ struct sample {
 	struct rusage ru0, ru1, rc0, rc1; /* self, and reaped children (--procs) */
 	int perf_fd;
 	int64_t sys1;
+	double host0, host1; /* busy CPU time of the whole machine, us; < 0: unknown */
 };
+
+/* Busy time of every CPU since boot, in microseconds: /proc/stat's first
+ * line, user + nice + system + irq + softirq + steal (idle and iowait left
+ * out). It counts what a process's rusage misses: interrupt and softirq work
+ * (block completions) that ran while the CPU was idle or in another task,
+ * and kernel threads working for the process. It also counts everything
+ * else the machine runs: read it on a quiet machine. -1 if unreadable. */
+static double host_busy_us(void)
+{
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return -1;
+	unsigned long long v[8] = {0};
+	int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		       &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 8)
+		return -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+	return hz > 0 ? (double)busy * 1e6 / (double)hz : -1;
+}
 
 static void on_joined(struct bp_run *r)
 {
@@ -560,6 +590,7 @@ static void on_joined(struct bp_run *r)
 	getrusage(RUSAGE_SELF, &sm->ru1);
 	getrusage(RUSAGE_CHILDREN, &sm->rc1);
 	sm->sys1 = syscall_counter_read(sm->perf_fd);
+	sm->host1 = host_busy_us();
 }
 
 static double tv_us(struct timeval a, struct timeval b)
@@ -582,6 +613,7 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	getrusage(RUSAGE_SELF, &sm.ru0);
 	getrusage(RUSAGE_CHILDREN, &sm.rc0);
 	int64_t sys0 = syscall_counter_read(sm.perf_fd);
+	sm.host0 = host_busy_us();
 	if (c->procs)
 		bp_arena_begin();
 	int rc = engine_fns[e](&r);
@@ -607,6 +639,7 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 		res->ran = true;
 		res->consistent = true;
 		res->exact_sys = true;
+		res->host_ok = true;
 		res->tps_min = res->tps_max = tps;
 	}
 	res->os_threads = r.os_threads;
@@ -620,6 +653,10 @@ static void run_round(int e, int round, const struct bp_config *c, uint64_t *bas
 	res->cpu_us +=
 	    tv_us(sm.ru0.ru_utime, sm.ru1.ru_utime) + tv_us(sm.ru0.ru_stime, sm.ru1.ru_stime) +
 	    tv_us(sm.rc0.ru_utime, sm.rc1.ru_utime) + tv_us(sm.rc0.ru_stime, sm.rc1.ru_stime);
+	if (sm.host0 >= 0 && sm.host1 >= sm.host0)
+		res->host_us += sm.host1 - sm.host0;
+	else
+		res->host_ok = false;
 	if (sys0 >= 0 && sm.sys1 >= sys0)
 		res->sys += sm.sys1 - sys0;
 	else
@@ -661,6 +698,7 @@ static void finish_result(struct result *res)
 	res->max_us = bp_hist_quantile(t, 1.0) / 1e3;
 	res->cs_per_txn = res->csw / n;
 	res->cpu_us_per_txn = res->cpu_us / n;
+	res->host_us_per_txn = res->host_ok ? res->host_us / n : 0;
 	res->sys_per_txn = res->exact_sys ? (double)res->sys / n : 0;
 	res->own_sys_per_txn = (double)t->syscalls / n;
 	res->lock_waits_per_txn = (double)t->lock_waits / n;
@@ -689,6 +727,8 @@ static int metrics_of(const struct result *r, struct metric *m)
 	m[n++] = (struct metric){"max_latency", "us", r->max_us};
 	m[n++] = (struct metric){"ctx_switches_per_txn", "count", r->cs_per_txn};
 	m[n++] = (struct metric){"cpu_per_txn", "us", r->cpu_us_per_txn};
+	if (r->host_ok)
+		m[n++] = (struct metric){"host_cpu_per_txn", "us", r->host_us_per_txn};
 	if (r->exact_sys)
 		m[n++] = (struct metric){"syscalls_per_txn", "count", r->sys_per_txn};
 	m[n++] = (struct metric){"own_syscalls_per_txn", "count", r->own_sys_per_txn};
@@ -772,9 +812,9 @@ static void print_table(const struct result *res)
 	for (int e = 0; e < BP_NENGINES; e++)
 		if (res[e].ran && res[e].exact_sys)
 			ex = "kernel count";
-	printf("\n%-17s %4s %10s %9s %9s %8s %8s %9s %9s %8s %8s %6s  %s\n", "engine", "thr",
-	       "txn/s", "p50 us", "p99 us", "cs/txn", "cpu us", "sys/txn", "own sys", "lockw",
-	       "iowait", "hit %", "consistent");
+	printf("\n%-17s %4s %10s %9s %9s %8s %8s %8s %9s %9s %8s %8s %6s  %s\n", "engine", "thr",
+	       "txn/s", "p50 us", "p99 us", "cs/txn", "cpu us", "host us", "sys/txn", "own sys",
+	       "lockw", "iowait", "hit %", "consistent");
 	for (int e = 0; e < BP_NENGINES; e++) {
 		const struct result *r = &res[e];
 		if (!r->ran) {
@@ -782,14 +822,18 @@ static void print_table(const struct result *res)
 				printf("%-17s skipped: %s\n", engine_names[e], r->skip);
 			continue;
 		}
-		char sys[32];
+		char sys[32], host[32];
+		if (r->host_ok)
+			snprintf(host, sizeof(host), "%.1f", r->host_us_per_txn);
+		else
+			snprintf(host, sizeof(host), "-");
 		if (r->exact_sys)
 			snprintf(sys, sizeof(sys), "%.2f", r->sys_per_txn);
 		else
 			snprintf(sys, sizeof(sys), "-");
-		printf("%-17s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
+		printf("%-17s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %8s %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
 		       engine_names[e], r->os_threads, r->tps, r->p50_us, r->p99_us, r->cs_per_txn,
-		       r->cpu_us_per_txn, sys, r->own_sys_per_txn, r->lock_waits_per_txn,
+		       r->cpu_us_per_txn, host, sys, r->own_sys_per_txn, r->lock_waits_per_txn,
 		       r->io_waits_per_txn, r->hit_pct, r->consistent ? "yes" : "NO");
 	}
 	for (int e = 0; e < BP_NENGINES; e++) {
@@ -814,7 +858,10 @@ static void print_table(const struct result *res)
 	       "  txn/s and latencies over the measured windows. sys/txn: every syscall of the\n"
 	       "  process (%s); own sys: the ones the demo makes itself (pread, pwrite,\n"
 	       "  io_uring_enter). lockw: lock acquisitions that had to wait; iowait: waits\n"
-	       "  for a page another worker was reading. cpu us: user+system CPU per txn.\n",
+	       "  for a page another worker was reading. cpu us: user+system CPU per txn\n"
+	       "  (the process's rusage); host us: every CPU's busy time per txn\n"
+	       "  (/proc/stat: user, system, irq, softirq; it also counts interrupt work\n"
+	       "  rusage charges to no one, and anything else the machine runs).\n",
 	       ex);
 
 	const struct result *base = &res[BP_THREADS];
@@ -824,12 +871,15 @@ static void print_table(const struct result *res)
 			if (!r->ran || r->stalls)
 				continue;
 			printf("%s vs threads: %.2fx throughput, p99 %.2fx, context switches "
-			       "%.2fx, CPU per txn %.2fx\n",
+			       "%.2fx, CPU per txn %.2fx",
 			       engine_names[e], r->tps / base->tps,
 			       base->p99_us > 0 ? r->p99_us / base->p99_us : 0,
 			       base->cs_per_txn > 0 ? r->cs_per_txn / base->cs_per_txn : 0,
 			       base->cpu_us_per_txn > 0 ? r->cpu_us_per_txn / base->cpu_us_per_txn
 							: 0);
+			if (r->host_ok && base->host_ok && base->host_us_per_txn > 0)
+				printf(" (host %.2fx)", r->host_us_per_txn / base->host_us_per_txn);
+			printf("\n");
 		}
 	}
 	printf("\nconsistency check (pool flushed, file read back):\n");
@@ -1019,11 +1069,13 @@ int main(int argc, char **argv)
 	else if (o.set_workers && o.workers != o.inflight)
 		printf("  UNEQUAL concurrency: threads engines %d threads, ring %d in flight; ",
 		       o.workers, o.inflight);
-	else
+	else {
+		int nl = o.loops < o.inflight ? o.loops : o.inflight;
 		printf("  %d transactions in flight for every engine (threads: %d %s; ring: "
 		       "%d loop%s); ",
-		       o.inflight, o.inflight, o.procs ? "processes" : "threads",
-		       o.loops < o.inflight ? o.loops : o.inflight, o.procs ? " processes" : "s");
+		       o.inflight, o.inflight, o.procs ? "processes" : "threads", nl,
+		       o.procs ? (nl == 1 ? " process" : " processes") : (nl == 1 ? "" : "s"));
+	}
 	printf("%d CPUs; %s\n", cpus, alloc);
 	printf("  per engine: %d rounds of %.1f s warm-up + %.1f s measured, engines interleaved\n",
 	       o.rounds, c.warmup, c.seconds);
