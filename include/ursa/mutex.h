@@ -5,8 +5,9 @@
  * Uncontended lock and unlock are one compare-and-swap each, inline in the
  * caller, with no system call. Contended lockers spin briefly, then sleep on
  * the futex word; they may be blocked threads or io_uring waiters
- * (ursa_mutex_lock_async), on the same mutex. An unlock enters the kernel
- * only when a waiter sleeps and no woken waiter is still on its way.
+ * (ursa_mutex_lock_async), on the same mutex. An unlock wakes a waiter
+ * only when one sleeps and no woken waiter is still on its way (while one
+ * is, it now and then yields the CPU instead: see Fairness).
  * No owner is recorded: any thread may unlock (as with a semaphore).
  *
  * Fairness: running threads may overtake a waiter (barging), but only for a
@@ -16,7 +17,11 @@
  * waiter has. Blocked threads sleep in FIFO order, so a waiter is overtaken
  * by running threads for at most about 1 ms per waiter queued before it,
  * plus wake-up latency; a ring waiter also until its event loop handles its
- * completion.
+ * completion. A woken waiter often waits for a CPU held by the threads that
+ * keep re-taking the mutex: a thread that unlocks while a woken waiter has
+ * not yet run yields its CPU (sched_yield) at every 16th such unlock, so
+ * that the waiter gets a turn long before it would ask for a hand-off.
+ * So a contended unlock may make a system call even when it wakes nobody.
  */
 #ifndef URSA_MUTEX_H
 #define URSA_MUTEX_H
@@ -48,7 +53,8 @@ URSA_API int ursa_mutex_trylock(ursa_mutex_t *m);
 URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs);
 
 /* Unlock *m, waking one waiter if any may sleep. Any thread may unlock.
- * Returns 0, -EPERM (m was not locked), -EINVAL. Never blocks. */
+ * Returns 0, -EPERM (m was not locked), -EINVAL. Never blocks; may yield
+ * the CPU once (Fairness, above). */
 URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
 
 /* Check that *m is free and unwaited, for reuse or freeing.

@@ -38,6 +38,10 @@
  * pass-on claims and unlocks a HANDED lock (the issue 12 defect: with -DANY
  * the requester's hand-off is given away — caught by the hand-off assert).
  *
+ * Not modelled: the unlocker's occasional sched_yield() after its release
+ * ("Turns" in lib/mutex.c). It changes no word and no futex queue, and the
+ * model already lets any process be delayed at any point.
+ *
  * Memory model: the protocol lives in one word and every change is a CAS
  * or an atomic RMW on it, so coherence alone orders them; sequential
  * consistency adds nothing the C code relies on. Every CAS retry loop has
