@@ -806,6 +806,15 @@ static void write_plot(const char *png, const struct result *res, const char *ti
 		       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/* v in fmt, or "-" when it was not measured. */
+static void fmt_known(char *buf, size_t len, const char *fmt, bool known, double v)
+{
+	if (known)
+		snprintf(buf, len, fmt, v);
+	else
+		snprintf(buf, len, "-");
+}
+
 static void print_table(const struct result *res)
 {
 	const char *ex = "n/a";
@@ -823,14 +832,8 @@ static void print_table(const struct result *res)
 			continue;
 		}
 		char sys[32], host[32];
-		if (r->host_ok)
-			snprintf(host, sizeof(host), "%.1f", r->host_us_per_txn);
-		else
-			snprintf(host, sizeof(host), "-");
-		if (r->exact_sys)
-			snprintf(sys, sizeof(sys), "%.2f", r->sys_per_txn);
-		else
-			snprintf(sys, sizeof(sys), "-");
+		fmt_known(host, sizeof(host), "%.1f", r->host_ok, r->host_us_per_txn);
+		fmt_known(sys, sizeof(sys), "%.2f", r->exact_sys, r->sys_per_txn);
 		printf("%-17s %4d %10.0f %9.1f %9.1f %8.2f %8.1f %8s %9s %9.2f %8.2f %8.3f %6.1f  %s\n",
 		       engine_names[e], r->os_threads, r->tps, r->p50_us, r->p99_us, r->cs_per_txn,
 		       r->cpu_us_per_txn, host, sys, r->own_sys_per_txn, r->lock_waits_per_txn,

@@ -95,11 +95,13 @@ static inline uint32_t m_tidy(uint32_t n)
 static void m_fixup(ursa_mutex_t *m);
 
 /* We set WOKEN (and cleared SLEEPERS): wake one, and if nobody was asleep
- * take WOKEN back. */
-static void m_wake_designated(ursa_mutex_t *m, bool sh)
+ * take WOKEN back. True if our wake woke a waiter. */
+static bool m_wake_designated(ursa_mutex_t *m, bool sh)
 {
-	if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
-		m_fixup(m);
+	if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
+		return true;
+	m_fixup(m);
+	return false;
 }
 
 /* Our wake after setting WOKEN found nobody asleep: nobody will clear it.
@@ -386,8 +388,8 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			n = (n & ~M_SLEEPERS) | M_WOKEN;
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
-			m_wake_designated(m, sh);
-			m_let_woken_run();
+			if (m_wake_designated(m, sh))
+				m_let_woken_run();
 			return 0;
 		}
 		/* Nobody asleep, or the woken waiter has not run yet. */
