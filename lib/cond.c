@@ -177,7 +177,7 @@ static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	out->addr = &c->__seq;
 	out->val = w->aux;
 	out->shared = c_shared(c);
-	out->bounded = false;
+	out->bound_us = 0;
 	return URSA_STEP_WAIT;
 }
 

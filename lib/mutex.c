@@ -244,7 +244,9 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		/* A blocked thread bounds a sleep that waits on someone else's
 		 * turn (a hand-off's claimer, a woken waiter): if that one
 		 * vanished, it costs a delay, then we step and take its place. */
-		out->bounded = (n & (M_HANDED | M_WOKEN)) && !(w->aux & URSA_W_RING);
+		out->bound_us = (n & (M_HANDED | M_WOKEN)) && !(w->aux & URSA_W_RING)
+					? URSA_HANDED_SLEEP_MS * 1000u
+					: 0;
 		return URSA_STEP_WAIT;
 	}
 }
@@ -451,7 +453,7 @@ const struct ursa_step_ops ursa__mutex_ops = {
 	.abandon = mutex_abandon,
 	.take = mutex_take,
 	.release = mutex_release,
-	.ring = {.slept = 1, .aux = URSA_W_RING},
+	.ring = {.slept = URSA_SLEPT, .aux = URSA_W_RING},
 };
 
 int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)

@@ -233,7 +233,7 @@ static inline int rw_wait_on(struct ursa_wait *out, uint32_t *addr, uint32_t val
 	out->addr = addr;
 	out->val = val;
 	out->shared = shared;
-	out->bounded = false;
+	out->bound_us = 0;
 	return URSA_STEP_WAIT;
 }
 

@@ -24,13 +24,14 @@ bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs)
 	return now.tv_sec > abs->tv_sec || (now.tv_sec == abs->tv_sec && now.tv_nsec >= abs->tv_nsec);
 }
 
-/* *t = now on clk + URSA_HANDED_SLEEP_MS. Kept in seconds and nanoseconds,
+/* *t = now on clk + us microseconds. Kept in seconds and nanoseconds,
  * never turned into one nanosecond count: a caller's deadline may be near
  * the largest time_t ("forever"), and tv_sec * 1e9 would overflow. */
-static void bound_from_now(clockid_t clk, struct timespec *t)
+static void bound_from_now(clockid_t clk, unsigned us, struct timespec *t)
 {
 	clock_gettime(clk, t);
-	t->tv_nsec += (long)URSA_HANDED_SLEEP_MS * 1000000L;
+	t->tv_sec += us / 1000000u;
+	t->tv_nsec += (long)(us % 1000000u) * 1000L;
 	if (t->tv_nsec >= 1000000000L) {
 		t->tv_nsec -= 1000000000L;
 		t->tv_sec++;
@@ -94,12 +95,12 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		/* A deadline already past: one try, no sleep. */
 		if (abs && ursa__deadline_passed(clk, abs))
 			return ops->abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
-		/* A bounded wait sleeps at most URSA_HANDED_SLEEP_MS (or until
-		 * the caller's deadline, if that comes first). */
+		/* A bounded wait sleeps at most wt.bound_us (or until the
+		 * caller's deadline, if that comes first). */
 		const struct timespec *dl = abs;
 		struct timespec bound;
-		if (wt.bounded) {
-			bound_from_now(clk, &bound);
+		if (wt.bound_us) {
+			bound_from_now(clk, wt.bound_us, &bound);
 			if (!abs || ts_before(&bound, abs))
 				dl = &bound;
 		}
@@ -107,9 +108,14 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 			r = sleep_cancellable(obj, ops, w, &wt, clk, dl);
 		else
 			r = sleep_on(&wt, clk, dl);
-		w->slept = 1;
-		if (r == -ETIMEDOUT && dl != abs)
-			continue; /* the bound, not the caller's deadline */
+		w->slept |= URSA_SLEPT;
+		if (r == -ETIMEDOUT && dl != abs) {
+			/* The bound, not the caller's deadline: say so to the
+			 * next step (the rwlock's writer stops letting readers
+			 * pass it). */
+			w->slept |= URSA_SLEPT_BOUND;
+			continue;
+		}
 		if (r == -ETIMEDOUT || (r == -EINTR && (flags & URSA_BLOCK_EINTR))) {
 			/* The word may have changed just as we timed out or were
 			 * interrupted: one last step, so a hand-off or a post is

@@ -109,10 +109,10 @@ static int any_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	struct any_state *a = obj;
 	if (w->slept) {
 		for (unsigned i = 0; i < a->n; i++)
-			a->ws[i].slept = 1;
+			a->ws[i].slept |= w->slept;
 	}
 	int r = any_try(a);
-	bool bounded = false;
+	uint32_t bound_us = 0;
 	for (unsigned i = 0; r < 0 && i < a->n; i++) {
 		struct ursa_wait wt = {0};
 		if (kind_ops(&a->v[i])->step(a->v[i].obj, &a->ws[i], &wt) == URSA_STEP_DONE) {
@@ -123,7 +123,8 @@ static int any_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		a->fv[i].uaddr = (uint64_t)(uintptr_t)wt.addr;
 		a->fv[i].flags = ursa_k_futex2_flags(wt.shared);
 		a->fv[i].__reserved = 0;
-		bounded |= wt.bounded;
+		if (wt.bound_us && (!bound_us || wt.bound_us < bound_us))
+			bound_us = wt.bound_us; /* the shortest bound */
 	}
 	if (r >= 0) {
 		out->res = r;
@@ -134,7 +135,7 @@ static int any_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	out->val = a->n;
 	/* A mutex newcomer asleep on HANDED sleeps a bounded time (lib/mutex.c);
 	 * a ring WAITV ignores the bound, as a ring mutex wait does. */
-	out->bounded = bounded;
+	out->bound_us = bound_us;
 	return URSA_STEP_WAIT;
 }
 
