@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/rwlock.c — the 8-byte reader-writer lock, writer preference: Rust
+ * lib/rwlock.c — the 8-byte reader-writer lock, writer preference (after a
+ * bounded overtaking by readers that join a read phase under way): Rust
  * std's futex RwLock (library/std/src/sys/sync/rwlock/futex.rs) in the step
  * model, with timeouts/abandon, error checks and a stored shared flag.
  * Spin model: tests/models/rwlock.pml.
@@ -10,24 +11,31 @@
  * may go now" and not by every reader coming and going.
  *
  * Transitions (every change of __state is an atomic read-modify-write):
- *   read lock:    count + 1 if rw_read_lockable (count < MAX_READERS and no
- *                 waiting bit: a waiting writer goes first; READERS_WAITING
- *                 on an unlocked lock means an unlocker is waking a writer).
+ *   read lock:    count + 1 if rw_read_lockable: count < MAX_READERS, and
+ *                 either no waiting bit, or readers hold it, no reader
+ *                 sleeps and the waiting writer has not said WRITER_FIRST
+ *                 (joining a read phase under way: below). READERS_WAITING
+ *                 on an unlocked lock means an unlocker is waking a writer.
  *                 Else set READERS_WAITING and sleep while __state is that
  *                 value. count == MAX_READERS: -EAGAIN.
- *   write lock:   count 0 -> MASK, keeping the waiting bits; a writer that
- *                 has announced itself keeps WRITERS_WAITING (other writers
- *                 may sleep behind it; the waker cleared it to wake one).
- *                 Else set WRITERS_WAITING, seq = __notify (acquire),
- *                 re-load __state, and sleep while __notify == seq if the
- *                 lock is still held and the bit still set.
+ *   write lock:   count 0 -> MASK, keeping the waiting bits but WRITER_FIRST;
+ *                 a writer that has announced itself keeps WRITERS_WAITING
+ *                 (other writers may sleep behind it; the waker cleared it
+ *                 to wake one). Else set WRITERS_WAITING (with WRITER_FIRST
+ *                 once it has waited URSA_RW_OVERTAKE_US, or for a ring
+ *                 writer from the start), seq = __notify (acquire), re-load
+ *                 __state, and sleep while __notify == seq if the lock is
+ *                 still held and the bit still set; a blocked writer
+ *                 without WRITER_FIRST sleeps at most the rest of its
+ *                 URSA_RW_OVERTAKE_US, then steps again.
  *   read unlock:  count - 1; the last reader, if a bit is set, runs
  *                 wake_writer_or_readers. write unlock: MASK -> 0, the same.
  *   wake_writer_or_readers, only while unlocked (locked again: that holder's
  *   unlock takes over):
- *     WRITERS_WAITING set:  clear it, __notify += 2, wake one writer; with
- *                           READERS_WAITING too, the readers stay blocked
- *                           behind it unless the wake found no writer;
+ *     WRITERS_WAITING set:  clear it (and WRITER_FIRST), __notify += 2,
+ *                           wake one writer; with READERS_WAITING too, the
+ *                           readers stay blocked behind it unless the wake
+ *                           found no writer;
  *     only READERS_WAITING: clear it, wake every reader.
  *   A writer that gives up repairs what it may leave behind (wr_abandon).
  *
@@ -44,11 +52,26 @@
  * A quiescent lock reads 0: every bit a waiter that gave up leaves is
  * cleared by the next unlock (destroy relies on it).
  *
- * Starvation: readers never starve writers (a waiting writer shuts new
- * readers out, the count drains, the last reader wakes a writer); a
- * continuous stream of writers can keep readers waiting. Writers are not
- * FIFO among themselves: a running writer may barge in ahead of a woken
- * one, so a ring writer, woken late, can lose repeatedly. No hand-off.
+ * WRITER_FIRST is admission policy, not a waiting bit: it only keeps new
+ * readers out of a read phase while WRITERS_WAITING is set, nobody sleeps
+ * on it and no wake depends on it. It is cleared with WRITERS_WAITING (by a
+ * waker, or a writer that gives up on a read-locked lock) and by every
+ * writer that takes the lock, so it never outlives the writers it speaks
+ * for, and a quiescent lock still reads 0.
+ *
+ * Starvation: readers never starve writers. A waiting writer lets new
+ * readers join the read phase under way until it has waited
+ * URSA_RW_OVERTAKE_US (2 ms) since it first announced itself (a ring
+ * writer not at all), then shuts them out with WRITER_FIRST; the count
+ * drains and the last reader wakes a writer. So a blocked writer is
+ * overtaken by readers for at most about 2 ms plus the longest read
+ * section then under way (plus a scheduling delay to see its time is up). Readers that hold the
+ * lock run in parallel meanwhile: joining them costs the writer latency,
+ * not throughput (on 2 CPUs, rw50 with a yield in the section: 0.7x glibc's
+ * rate without joining, about 1.0x with it; bench/README.md). A continuous
+ * stream of writers can keep readers waiting. Writers are not FIFO among
+ * themselves: a running writer may barge in ahead of a woken one, so a ring
+ * writer, woken late, can lose repeatedly. No hand-off.
  * ABA: a writer misses a wake only if exactly 2^31 writer wakes happen
  * between its snapshot of __notify and its sleep.
  */
@@ -59,8 +82,9 @@
 #define RW_MASK		   ((1u << 15) - 1) /* bits 0-14: the count */
 #define RW_WRITE_LOCKED	   RW_MASK	    /* count: write-locked */
 #define RW_MAX_READERS	   (RW_MASK - 1)    /* count: 1..MAX readers hold it */
-#define RW_WAITER	   (1u << 15)	    /* bits 15-29: WAITERS, counted from */
-#define RW_WAITERS	   (RW_MASK << 15)  /* a first WAIT step to take/give up */
+#define RW_WAITER	   (1u << 15)	    /* bits 15-28: WAITERS, counted from */
+#define RW_WAITERS	   (((1u << 14) - 1) << 15) /* a first WAIT step to take/give up */
+#define RW_WRITER_FIRST	   (1u << 29)	    /* with WRITERS_WAITING: no reader joins */
 #define RW_READERS_WAITING (1u << 30)	    /* readers may sleep on __state */
 #define RW_WRITERS_WAITING (1u << 31)	    /* writers may sleep on __notify */
 #define RW_WAITING	   (RW_READERS_WAITING | RW_WRITERS_WAITING)
@@ -71,6 +95,10 @@
 #define RW_NOTIFY_STEP	 2u
 
 #define RW_NOINLINE __attribute__((noinline))
+
+/* How long a blocked writer lets readers join a read phase under way
+ * before it shuts them out (WRITER_FIRST). */
+#define URSA_RW_OVERTAKE_US 2000u
 
 _Static_assert(sizeof(ursa_rwlock_t) <= 8, "ursa_rwlock_t must be 8 bytes at most");
 _Static_assert(_Alignof(ursa_rwlock_t) == 4, "ursa_rwlock_t must be 4-byte aligned");
@@ -91,9 +119,13 @@ static inline bool rw_write_locked(uint32_t s)
 	return rw_count(s) == RW_WRITE_LOCKED;
 }
 
+/* A reader may take the lock when no one waits, or join readers that hold
+ * it while a writer waits, until that writer says WRITER_FIRST. */
 static inline bool rw_read_lockable(uint32_t s)
 {
-	return rw_count(s) < RW_MAX_READERS && !(s & RW_WAITING);
+	uint32_t c = rw_count(s);
+	return c < RW_MAX_READERS &&
+	       (!(s & RW_WAITING) || (c != 0 && !(s & (RW_READERS_WAITING | RW_WRITER_FIRST))));
 }
 
 /* The fast paths: one try, no waiting. Acquire: the holder's reads and
@@ -169,10 +201,11 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
 		if (!rw_unlocked(s))
 			return; /* locked again: that holder's unlock sees the bits */
 		if ((s & RW_WRITERS_WAITING) || assume_ww) {
-			if (!cas_relaxed(&l->__state, &s, s & ~RW_WRITERS_WAITING))
+			uint32_t n = s & ~(RW_WRITERS_WAITING | RW_WRITER_FIRST);
+			if (!cas_relaxed(&l->__state, &s, n))
 				continue;
 			assume_ww = false;
-			s &= ~RW_WRITERS_WAITING;
+			s = n;
 			/* Writers only: wake one; it takes the lock (re-setting the
 			 * bit for any other sleeping writer). With readers waiting
 			 * too, they stay blocked behind that writer — unless no
@@ -213,12 +246,13 @@ static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
 	return !w->registered && (s & RW_WAITERS) == RW_WAITERS;
 }
 
-/* Announce w with bit (READERS_ or WRITERS_WAITING) and register it
- * (WAITERS + 1) in one CAS, unless both are done already. Relaxed: the bit
- * publishes no data. false: *s changed under us (reloaded); look again. */
+/* Announce w with bits (READERS_WAITING, or WRITERS_WAITING maybe with
+ * WRITER_FIRST) and register it (WAITERS + 1) in one CAS, unless both are
+ * done already. Relaxed: the bits publish no data. false: *s changed under
+ * us (reloaded); look again. */
 static inline bool rw_announce(ursa_rwlock_t *l, uint32_t *s, struct ursa_waiter *w, uint32_t bit)
 {
-	if ((*s & bit) && w->registered)
+	if ((*s & bit) == bit && w->registered)
 		return true;
 	uint32_t n = (*s | bit) + (w->registered ? 0 : RW_WAITER);
 	if (!cas_relaxed(&l->__state, s, n))
@@ -283,21 +317,45 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
+/* CLOCK_MONOTONIC in microseconds, modulo 2^32 (differences of up to 71
+ * minutes are exact). vDSO: no system call. */
+static uint32_t rw_now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint32_t)((uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u);
+}
+
 /*
  * w->registered: this writer is counted in WAITERS and has announced itself
  * (WRITERS_WAITING was set when it last looked); it then keeps the bit when
- * it takes the lock (Rust's other_writers_waiting). w->aux: the __notify
- * snapshot it sleeps on.
+ * it takes the lock (Rust's other_writers_waiting), and drops WRITER_FIRST:
+ * a writer still waiting sets it again when its own time is up.
+ *
+ * The writer lets readers join a read phase under way until it has waited
+ * URSA_RW_OVERTAKE_US since its first announcement (w->aux: rw_now_us()
+ * then), sleeping at most the rest of that time; from then on it announces
+ * WRITER_FIRST too and sleeps unbounded until the readers drain. Either
+ * clock says when: its own, or a bounded sleep that ran out
+ * (URSA_SLEPT_BOUND). A ring writer cannot bound its sleep, so it starts
+ * with URSA_SLEPT_BOUND (its template) and says WRITER_FIRST at once.
  */
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_rwlock_t *l = obj;
+	bool first = w->slept & URSA_SLEPT_BOUND;
+	uint32_t waited = 0;
+	if (!first && w->registered) {
+		waited = rw_now_us() - w->aux;
+		first = waited >= URSA_RW_OVERTAKE_US;
+	}
+	uint32_t bits = RW_WRITERS_WAITING | (first ? RW_WRITER_FIRST : 0);
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
 		if (rw_unlocked(s)) {
 			uint32_t keep = w->registered ? RW_WRITERS_WAITING : 0;
-			if (cas_acq(&l->__state, &s,
-				    (s - rw_dereg(w)) | RW_WRITE_LOCKED | keep)) {
+			uint32_t n = ((s - rw_dereg(w)) & ~RW_WRITER_FIRST) | RW_WRITE_LOCKED | keep;
+			if (cas_acq(&l->__state, &s, n)) {
 				w->registered = 0;
 				return URSA_STEP_DONE;
 			}
@@ -305,8 +363,11 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		}
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
-		if (!rw_announce(l, &s, w, RW_WRITERS_WAITING))
+		bool was = w->registered;
+		if (!rw_announce(l, &s, w, bits))
 			continue;
+		if (!was && !first)
+			w->aux = rw_now_us(); /* the overtaking time starts */
 		/* Snapshot the counter BEFORE re-checking the state (acquire:
 		 * the re-load below cannot be satisfied from before it). A wake
 		 * that the re-check misses must bump the counter after our
@@ -315,8 +376,9 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		s = ld_relaxed(&l->__state);
 		if (rw_unlocked(s) || !(s & RW_WRITERS_WAITING))
 			continue; /* released, or a waker is at work: try again */
-		w->aux = seq;
-		return rw_wait_on(out, &l->__notify, seq, seq & RW_NOTIFY_SHARED);
+		rw_wait_on(out, &l->__notify, seq, seq & RW_NOTIFY_SHARED);
+		out->bound_us = first ? 0 : URSA_RW_OVERTAKE_US - waited;
+		return URSA_STEP_WAIT;
 	}
 }
 
@@ -340,10 +402,11 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
  *   - write-locked: make sure WRITERS_WAITING is set, so the holder's unlock
  *     wakes the next writer (a phantom bit costs that unlock one wake of
  *     nobody, then falls through to the readers; it blocks no one extra);
- *   - read-locked: clear both waiting bits, then wake every writer and every
- *     reader. Live writers step again and re-announce themselves (setting the
- *     bit anew); blocked readers join the current ones. A thundering herd,
- *     but only when a writer gives up while readers hold the lock.
+ *   - read-locked: clear both waiting bits and WRITER_FIRST, then wake
+ *     every writer and every reader. Live writers step again and
+ *     re-announce themselves (setting the bits anew); blocked readers join
+ *     the current ones. A thundering herd, but only when a writer gives up
+ *     while readers hold the lock.
  */
 static int wr_abandon(void *obj, struct ursa_waiter *w)
 {
@@ -363,7 +426,7 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 				return 0;
 			continue;
 		}
-		if (!cas_relaxed(&l->__state, &s, s & ~RW_WAITING))
+		if (!cas_relaxed(&l->__state, &s, s & ~(RW_WAITING | RW_WRITER_FIRST)))
 			continue;
 		wake_writers(l, INT_MAX);
 		if (s & RW_READERS_WAITING)
@@ -557,6 +620,7 @@ const struct ursa_step_ops ursa__rwlock_wr_ops = {
 	.name = "rwlock-write",
 	.step = wr_step,
 	.abandon = wr_abandon,
+	.ring = {.slept = URSA_SLEPT_BOUND}, /* no bounded sleep: first at once */
 };
 
 int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op)

@@ -2,14 +2,19 @@
 /*
  * ursa/rwlock.h — an 8-byte reader-writer lock with writer preference.
  *
- * Many readers or one writer. Once a writer waits, new readers wait too, so
- * a stream of readers cannot starve writers (the price: a continuous stream
- * of writers can keep readers waiting). A writer that times out or is
- * cancelled stops holding new readers back. Uncontended read and write
- * lock/unlock are one atomic operation, with no system call. Waiters may be
- * blocked threads or io_uring waiters (ursa_rwlock_{rd,wr}lock_async).
- * Read locks are not recursive once a writer waits (as with any
- * writer-preferring lock, a thread re-taking a read lock then deadlocks).
+ * Many readers or one writer. A stream of readers cannot starve writers: a
+ * blocked writer lets new readers join the readers that hold the lock for
+ * at most 2 ms (they run in parallel meanwhile), then new readers wait
+ * until it has had the lock; a writer waiting through io_uring shuts new
+ * readers out at once. So readers overtake a waiting writer for at most
+ * about 2 ms plus the longest read section under way. The price: a
+ * continuous stream of writers can keep readers waiting. A writer that
+ * times out or is cancelled stops holding new readers back. Uncontended
+ * read and write lock/unlock are one atomic operation, with no system call.
+ * Waiters may be blocked threads or io_uring waiters
+ * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
+ * writer waits (as with any writer-preferring lock, a thread re-taking a
+ * read lock then may deadlock).
  */
 #ifndef URSA_RWLOCK_H
 #define URSA_RWLOCK_H
@@ -28,9 +33,9 @@ typedef struct ursa_rwlock {
 /* Initialise *l unlocked. flags: 0 or URSA_SHARED. Returns 0 or -EINVAL. */
 URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
 
-/* Take a read lock, blocking while a writer holds or waits for *l.
- * Returns 0, -EAGAIN (32766 readers hold it, or 32767 waiters already
- * wait), -EINVAL. Blocks. */
+/* Take a read lock, blocking while a writer holds *l or has waited past
+ * its 2 ms (above). Returns 0, -EAGAIN (32766 readers hold it, or 16383
+ * waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
 
 /* Take a read lock if that needs no wait. Returns 0, -EBUSY, -EAGAIN, -EINVAL. */
@@ -43,7 +48,7 @@ URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const stru
 URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
 
 /* Take the write lock, blocking until no reader or writer holds *l.
- * Returns 0, -EAGAIN (32767 waiters already wait), -EINVAL. Blocks. */
+ * Returns 0, -EAGAIN (16383 waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);
 
 /* Take the write lock if *l is free now. Returns 0, -EBUSY, -EINVAL. */

@@ -39,19 +39,30 @@
 #endif
 
 /* __state: count in bits 0-2 (0 unlocked, 1..MAXR readers, WL write-locked),
- * READERS_WAITING bit 3, WRITERS_WAITING bit 4, WAITERS (registered
- * waiters: from their first WAIT step until they take the lock or give up;
- * destroy says -EBUSY while it is not 0) bits 5-7. */
+ * READERS_WAITING bit 3, WRITERS_WAITING bit 4, WRITER_FIRST bit 5,
+ * WAITERS (registered waiters: from their first WAIT step until they take
+ * the lock or give up; destroy says -EBUSY while it is not 0) bits 6-8. */
 #define WL 7
 #define MAXR 6
 #define RW 8
 #define WW 16
+#define FIRST 32
 #define WAITING (RW | WW)
-#define CNT_ONE 32
-#define CNT(s) ((s) & ~31)
+#define CNT_ONE 64
+#define CNT(s) ((s) & ~63)
 #define COUNT(s) ((s) & 7)
 #define UNLOCKED(s) (COUNT(s) == 0)
-#define LOCKABLE(s) (COUNT(s) < MAXR && ((s) & WAITING) == 0)
+/* rw_read_lockable: no waiting bit, or join readers that hold it while a
+ * writer waits, unless a reader sleeps or the writer said WRITER_FIRST. */
+#define LOCKABLE(s) (COUNT(s) < MAXR && (((s) & WAITING) == 0 ||			(COUNT(s) > 0 && ((s) & (RW | FIRST)) == 0)))
+
+/* -DBREAK=1: a waker leaves WRITER_FIRST behind when it clears
+ * WRITERS_WAITING (the model must find the bit outliving its writers). */
+#if BREAK == 1
+#define WAKE_CLEARS (WW)
+#else
+#define WAKE_CLEARS (WW | FIRST)
+#endif
 
 #define A_STATE 0
 #define A_NOTIFY 1
@@ -59,7 +70,7 @@
 #define DONE 0
 #define WAIT 1
 
-byte state;	/* l->__state */
+short state;	/* l->__state */
 byte notify;	/* l->__notify (bit 0, SHARED, left out; +1 per bump) */
 byte readers, writers;	/* inside now */
 
@@ -74,7 +85,7 @@ byte readers, writers;	/* inside now */
 		if								\
 		:: !UNLOCKED(state) -> act = 0	/* locked again: its unlock */	\
 		:: UNLOCKED(state) && ((state & WW) || aw) ->			\
-			state = state & ~WW; act = 1;				\
+			state = state & ~WAKE_CLEARS; act = 1;			\
 			hadrw = (state & RW) != 0				\
 		:: UNLOCKED(state) && !((state & WW) || aw) && (state & RW) ->	\
 			state = state & ~RW; act = 2				\
@@ -123,18 +134,21 @@ byte readers, writers;	/* inside now */
 		fi								\
 	}
 
-/* wr_step, in its three atomic parts: take or announce;
- * snapshot __notify (acquire); re-load __state and decide. */
+/* wr_step, in its three atomic parts: take (dropping WRITER_FIRST) or
+ * announce (with WRITER_FIRST once `first`: a ring writer from the start,
+ * a blocked one after its bounded sleep ran out); snapshot __notify
+ * (acquire); re-load __state and decide. */
 #define wr_step(r)								\
 	do									\
 	:: atomic {								\
 		if								\
 		:: UNLOCKED(state) ->						\
-			state = (state - (registered -> CNT_ONE : 0)) | WL |	\
-				(registered -> WW : 0);				\
+			state = ((state - (registered -> CNT_ONE : 0)) & ~FIRST) | \
+				WL | (registered -> WW : 0);			\
 			registered = false; r = DONE				\
 		:: else ->							\
-			state = (state | WW) + (registered -> 0 : CNT_ONE);	\
+			state = (state | WW | (first -> FIRST : 0)) +		\
+				(registered -> 0 : CNT_ONE);			\
 			registered = true; r = WAIT				\
 		fi								\
 	   };									\
@@ -154,8 +168,8 @@ byte readers, writers;	/* inside now */
 /* wr_abandon: deregister (one RMW), then decide on the current __state
  * (the collapsed CAS loop): unlocked, act as an unlocker that assumes
  * writers wait; write-locked, make sure WRITERS_WAITING is set; read-locked,
- * clear both bits, then wake every writer (after a bump) and, if readers
- * were waiting, every reader. */
+ * clear both bits and WRITER_FIRST, then wake every writer (after a bump)
+ * and, if readers were waiting, every reader. */
 #define wr_abandon()								\
 	if									\
 	:: registered ->							\
@@ -167,7 +181,7 @@ byte readers, writers;	/* inside now */
 			:: COUNT(state) == WL -> state = state | WW; act = 0	\
 			:: !UNLOCKED(state) && COUNT(state) != WL ->		\
 				hadrw = (state & RW) != 0;			\
-				state = state & ~WAITING; act = 4		\
+				state = state & ~(WAITING | FIRST); act = 4	\
 			fi							\
 		};								\
 		if								\
@@ -215,9 +229,10 @@ byte readers, writers;	/* inside now */
  */
 proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 {
-	byte want, cnt, tmp, r, act, i;
+	short want;
+	byte cnt, tmp, r, act, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered, aw, hadrw, got;
+	bool registered, aw, hadrw, got, first, bnd;
 
 	for (i : 1 .. NITER) {
 		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an
@@ -235,10 +250,19 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 		:: got -> goto locked
 		:: else
 		fi;
+		/* A ring writer says WRITER_FIRST from its first step; a blocked
+		 * one once it has waited URSA_RW_OVERTAKE_US since its first
+		 * announcement (at any later step: every timing is explored)
+		 * or a bounded sleep of this call ran out. */
+		first = (writer && ring);
 		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
 		 * (lib/async.c). */
 		do
 		:: if
+		   :: writer && registered && !first -> first = true	/* time's up */
+		   :: true
+		   fi;
+		   if
 		   :: writer -> wr_step(r)
 		   :: else -> rd_step(r)
 		   fi;
@@ -255,13 +279,17 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			/* registered: destroy would say -EBUSY now */
 			assert(registered && CNT(state) > 0);
+			/* A blocked writer without WRITER_FIRST sleeps at most
+			 * URSA_RW_OVERTAKE_US: a sleep that may end at any time. */
+			bnd = (writer && !ring && !first);
 			if
-			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0), spur, r)
+			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0 || bnd), spur, r)
 			:: else -> futex_wait(A_STATE, state, want, (stops > 0), spur, r)
 			fi;
 			want = 0;
 			if
-			:: r == R_STOPPED ->
+			:: r == R_STOPPED && bnd -> first = true	/* the bound */
+			:: r == R_STOPPED && stops > 0 ->
 				/* Timed out / cancelled: one last step, else
 				 * abandon (rd: nothing; wr: pass the wake on). */
 				stops--;
@@ -277,9 +305,10 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 				fi;
 				break
 			:: else
-			fi
+			fi;
+			bnd = false
 		od;
-		want = 0; r = 0;
+		want = 0; r = 0; first = false;
 locked:
 		if
 		:: got && writer ->

@@ -20,11 +20,13 @@ TestSuite(rwlock, .timeout = 60);
 
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
- * low 15 bits of __state, the waiting bits are bits 30 and 31. Used only
- * where a black-box test cannot get in reasonable time (32766 read locks)
- * or to see that a waiter announced itself before we go on.
+ * low 15 bits of __state, WRITER_FIRST is bit 29, the waiting bits are bits
+ * 30 and 31. Used only where a black-box test cannot get in reasonable time
+ * (32766 read locks), to see that a waiter announced itself before we go
+ * on, or to set up a state exactly.
  */
 #define T_RW_MAX_READERS     ((1u << 15) - 2)
+#define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
 #define T_RW_WRITERS_WAITING (1u << 31)
 
@@ -406,8 +408,9 @@ static void writer_before_new_reader(struct wake_ctx *x, pthread_t w, const char
 	cr_assert_eq(ursa_rwlock_destroy(&x->l), 0);
 }
 
-/* A waiting writer shuts out new readers, and gets the lock before them
- * when the current readers leave. Deterministic: no timing involved. */
+/* A waiting writer shuts out new readers (once its bounded sleep has run
+ * out: WRITER_FIRST), and gets the lock before them when the current
+ * readers leave. */
 static void check_writer_preference(unsigned flags)
 {
 	static struct wake_ctx x;
@@ -427,6 +430,102 @@ Test(rwlock, waiting_writer_goes_before_new_readers)
 {
 	check_writer_preference(0);
 	check_writer_preference(URSA_SHARED);
+}
+
+/* ---- readers that join a read phase while a writer waits ------------- */
+
+/* The admission rule alone, on states set up exactly (nobody sleeps on
+ * them): a reader joins readers that hold the lock while a writer waits,
+ * unless the writer said WRITER_FIRST or a reader already sleeps. */
+Test(rwlock, reader_joins_unless_writer_first)
+{
+	static const struct {
+		uint32_t state;
+		int want;
+	} cases[] = {
+		{1 | T_RW_WRITERS_WAITING, 0},
+		{1 | T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST, -EBUSY},
+		{1 | T_RW_WRITERS_WAITING | T_RW_READERS_WAITING, -EBUSY},
+		{1 | T_RW_READERS_WAITING, -EBUSY},
+		{T_RW_WRITERS_WAITING, -EBUSY}, /* unlocked: a waker is at work */
+		{1 | T_RW_WRITER_FIRST, 0},	/* a stale hint without a writer */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ursa_rwlock_t l = URSA_RWLOCK_INIT;
+		__atomic_store_n(&l.__state, cases[i].state, __ATOMIC_RELAXED);
+		cr_assert_eq(ursa_rwlock_tryrdlock(&l), cases[i].want, "state %#x", cases[i].state);
+		uint32_t after = cases[i].state + (cases[i].want == 0);
+		cr_assert_eq(peek_state(&l), after, "state %#x: %#x after", cases[i].state,
+			     peek_state(&l));
+	}
+}
+
+/*
+ * A blocked writer lets readers join for one bounded sleep, then says
+ * WRITER_FIRST: from then on readers are refused until it has had the
+ * lock, and taking the lock drops the bit. The join is timing-bound (the
+ * writer's 2 ms sleep), so a refusal before WRITER_FIRST shows is a
+ * failure and one after it is fine; the join must be seen in some round.
+ */
+static void check_join_then_writer_first(unsigned flags)
+{
+	int joined = 0;
+	for (int round = 0; round < 50 && joined < 3; round++) {
+		static struct wake_ctx x;
+		pthread_t w = start_ticket_writer(&x, flags);
+		wait_state_bits(&x.l, T_RW_WRITERS_WAITING);
+		int r = ursa_rwlock_tryrdlock(&x.l);
+		if (r == 0) {
+			joined++;
+			cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+		} else {
+			cr_assert_eq(r, -EBUSY);
+			cr_assert(peek_state(&x.l) & T_RW_WRITER_FIRST,
+				  "refused before the writer said WRITER_FIRST: %#x",
+				  peek_state(&x.l));
+		}
+		/* The bound runs out (the reader still holds the lock). */
+		wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
+		cr_assert_eq(ursa_rwlock_tryrdlock(&x.l), -EBUSY, "WRITER_FIRST refuses readers");
+		writer_before_new_reader(&x, w, "the writer went first");
+	}
+	cr_assert_geq(joined, 1, "no reader ever joined while the writer waited");
+}
+
+Test(rwlock, readers_join_until_the_writer_says_first)
+{
+	check_join_then_writer_first(0);
+	check_join_then_writer_first(URSA_SHARED);
+}
+
+/* A ring writer cannot bound its sleep, so it says WRITER_FIRST at once. */
+Test(rwlock, ring_writer_says_first_at_once)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	struct ursa_op op = URSA_OP_INIT, *done = NULL;
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &op), 0);
+	cr_assert_eq(io_uring_submit(&r), 1);
+	uint32_t s = peek_state(&l);
+	cr_assert_eq(s & (T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST),
+		     T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST, "state %#x", s);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	while (!done) {
+		struct io_uring_cqe *cqe;
+		io_uring_submit(&r);
+		cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
+		cr_assert_geq(ursa_handle_cqe(&r, cqe, &done), 0);
+		io_uring_cqe_seen(&r, cqe);
+	}
+	cr_assert_eq(op.res, 0, "res %d", op.res);
+	cr_assert_eq(peek_state(&l) & T_RW_WRITER_FIRST, 0, "the writer took it: bit dropped");
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	io_uring_queue_exit(&r);
 }
 
 /* ---- a writer that gives up ----------------------------------------- */
