@@ -498,6 +498,21 @@ Test(rwlock, readers_join_until_the_writer_says_first)
 	check_join_then_writer_first(URSA_SHARED);
 }
 
+/* Submit and handle the ring's CQEs until op, the only op in flight,
+ * finishes. */
+static void ring_run_op(struct io_uring *r, struct ursa_op *op)
+{
+	struct ursa_op *done = NULL;
+	while (!done) {
+		struct io_uring_cqe *cqe;
+		io_uring_submit(r);
+		cr_assert_eq(io_uring_wait_cqe(r, &cqe), 0);
+		cr_assert_geq(ursa_handle_cqe(r, cqe, &done), 0);
+		io_uring_cqe_seen(r, cqe);
+	}
+	cr_assert_eq(done, op);
+}
+
 /* A ring writer cannot bound its sleep, so it says WRITER_FIRST at once. */
 Test(rwlock, ring_writer_says_first_at_once)
 {
@@ -505,7 +520,7 @@ Test(rwlock, ring_writer_says_first_at_once)
 	struct io_uring r;
 	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
 	ursa_rwlock_t l = URSA_RWLOCK_INIT;
-	struct ursa_op op = URSA_OP_INIT, *done = NULL;
+	struct ursa_op op = URSA_OP_INIT;
 	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
 	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &op), 0);
 	cr_assert_eq(io_uring_submit(&r), 1);
@@ -514,13 +529,7 @@ Test(rwlock, ring_writer_says_first_at_once)
 		     T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST, "state %#x", s);
 	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EBUSY);
 	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
-	while (!done) {
-		struct io_uring_cqe *cqe;
-		io_uring_submit(&r);
-		cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
-		cr_assert_geq(ursa_handle_cqe(&r, cqe, &done), 0);
-		io_uring_cqe_seen(&r, cqe);
-	}
+	ring_run_op(&r, &op);
 	cr_assert_eq(op.res, 0, "res %d", op.res);
 	cr_assert_eq(peek_state(&l) & T_RW_WRITER_FIRST, 0, "the writer took it: bit dropped");
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
@@ -843,7 +852,7 @@ Test(rwlock, destroy_busy_while_ring_op_waits)
 	for (int writer = 0; writer < 2; writer++) {
 		for (int submitted = 0; submitted < 2; submitted++) {
 			ursa_rwlock_t l;
-			struct ursa_op op = URSA_OP_INIT, *done = NULL;
+			struct ursa_op op = URSA_OP_INIT;
 			cr_assert_eq(ursa_rwlock_init(&l, 0), 0);
 			cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 			int rc = writer ? ursa_rwlock_wrlock_async(&r, &l, &op)
@@ -857,14 +866,7 @@ Test(rwlock, destroy_busy_while_ring_op_waits)
 			cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY,
 				     "%s op %s: destroy while it waits", writer ? "write" : "read",
 				     submitted ? "with its CQE pending" : "not submitted");
-			while (!done) {
-				struct io_uring_cqe *cqe;
-				io_uring_submit(&r);
-				cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
-				cr_assert_eq(ursa_handle_cqe(&r, cqe, &done), 1);
-				io_uring_cqe_seen(&r, cqe);
-			}
-			cr_assert_eq(done, &op);
+			ring_run_op(&r, &op);
 			cr_assert_eq(op.res, 0, "res %d", op.res);
 			cr_assert_eq(ursa_rwlock_destroy(&l), -EBUSY, "held by the op");
 			cr_assert_eq(writer ? ursa_rwlock_wrunlock(&l) : ursa_rwlock_rdunlock(&l), 0);
