@@ -65,10 +65,13 @@
  * writer not at all), then shuts them out with WRITER_FIRST; the count
  * drains and the last reader wakes a writer. So a blocked writer is
  * overtaken by readers for at most about 2 ms plus the longest read
- * section then under way (plus a scheduling delay to see its time is up). Readers that hold the
- * lock run in parallel meanwhile: joining them costs the writer latency,
- * not throughput (on 2 CPUs, rw50 with a yield in the section: 0.7x glibc's
- * rate without joining, about 1.0x with it; bench/README.md). A continuous
+ * section then under way (plus a scheduling delay to see its time is up).
+ * Readers that hold the lock run in parallel meanwhile, which pays where
+ * a holder is off the CPU (2 CPUs, rw50 with a yield in the section at
+ * 8-32 threads: 0.73-0.77x glibc's rate without joining, 0.84-0.96x with
+ * it); under a steady stream of short reads the writer waits out its 2 ms
+ * instead of one drain (rw95, empty sections, 4-16 threads: about a fifth
+ * less throughput, still 1.4-1.8x glibc's; bench/README.md). A continuous
  * stream of writers can keep readers waiting. Writers are not FIFO among
  * themselves: a running writer may barge in ahead of a woken one, so a ring
  * writer, woken late, can lose repeatedly. No hand-off.
