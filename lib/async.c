@@ -310,7 +310,7 @@ static int op_advance(struct io_uring *r, struct ursa_op *op, bool starting)
 static int op_cqe(struct io_uring *r, struct ursa_op *op, int res)
 {
 	struct op_priv *p = P(op);
-	p->w.slept |= URSA_SLEPT;
+	p->w.slept = 1;
 	if (p->ops->flags & URSA_OPS_CQE_RESULT) {
 		/* waitid: the CQE is the result; a cancel says why. */
 		if (res == -ECANCELED)

@@ -42,10 +42,20 @@
 #define cas_seqcst(p, e, d) \
 	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
+/* CLOCK_MONOTONIC in nanoseconds: a waiter's own clock, for how long it
+ * has waited (vDSO: no system call). */
+static inline uint64_t ursa__mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Longest a bounded wait sleeps before stepping again (lib/mutex.c). */
 #define URSA_HANDED_SLEEP_MS 10
 
-/* Mutex waiter flags in struct ursa_waiter.aux. */
+/* Waiter flags in struct ursa_waiter.aux (the mutex; URSA_W_RING also the
+ * rwlock's writer). */
 #define URSA_W_RING 0x1u /* an io_uring waiter (lib/async.c) */
 #define URSA_W_REQ 0x2u  /* this waiter has set the hand-off request */
 

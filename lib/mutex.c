@@ -189,10 +189,7 @@ static bool m_wants_handoff(struct ursa_waiter *w)
 {
 	if ((w->aux & URSA_W_RING) && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 		return true;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint32_t now = (uint32_t)((((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >>
-				   M_W_UNIT_SHIFT) & (0xffffffu));
+	uint32_t now = (uint32_t)((ursa__mono_ns() >> M_W_UNIT_SHIFT) & 0xffffffu);
 	if (!(w->aux & M_W_STAMPED)) {
 		w->aux = (w->aux & ((1u << M_W_SHIFT) - 1)) | M_W_STAMPED | (now << M_W_SHIFT);
 		return false;
@@ -453,7 +450,7 @@ const struct ursa_step_ops ursa__mutex_ops = {
 	.abandon = mutex_abandon,
 	.take = mutex_take,
 	.release = mutex_release,
-	.ring = {.slept = URSA_SLEPT, .aux = URSA_W_RING},
+	.ring = {.slept = 1, .aux = URSA_W_RING},
 };
 
 int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)

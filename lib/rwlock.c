@@ -320,13 +320,12 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
-/* CLOCK_MONOTONIC in microseconds, modulo 2^32 (differences of up to 71
- * minutes are exact). vDSO: no system call. */
-static uint32_t rw_now_us(void)
+/* A writer's w->aux: URSA_W_RING for a ring writer; for a blocked one,
+ * once registered, bits 1-31 hold when it first announced itself, in
+ * microseconds modulo 2^31 (waits of up to 35 minutes measure right). */
+static inline uint32_t rw_stamp(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint32_t)((uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u);
+	return (uint32_t)(ursa__mono_ns() / 1000u) << 1;
 }
 
 /*
@@ -336,20 +335,19 @@ static uint32_t rw_now_us(void)
  * a writer still waiting sets it again when its own time is up.
  *
  * The writer lets readers join a read phase under way until it has waited
- * URSA_RW_OVERTAKE_US since its first announcement (w->aux: rw_now_us()
+ * URSA_RW_OVERTAKE_US since its first announcement (w->aux: rw_stamp()
  * then), sleeping at most the rest of that time; from then on it announces
- * WRITER_FIRST too and sleeps unbounded until the readers drain. Either
- * clock says when: its own, or a bounded sleep that ran out
- * (URSA_SLEPT_BOUND). A ring writer cannot bound its sleep, so it starts
- * with URSA_SLEPT_BOUND (its template) and says WRITER_FIRST at once.
+ * WRITER_FIRST too and sleeps unbounded until the readers drain. A ring
+ * writer cannot bound its sleep, so it says WRITER_FIRST at once (its
+ * template's URSA_W_RING).
  */
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_rwlock_t *l = obj;
-	bool first = w->slept & URSA_SLEPT_BOUND;
+	bool first = w->aux & URSA_W_RING;
 	uint32_t waited = 0;
 	if (!first && w->registered) {
-		waited = rw_now_us() - w->aux;
+		waited = (rw_stamp() - w->aux) >> 1;
 		first = waited >= URSA_RW_OVERTAKE_US;
 	}
 	uint32_t bits = RW_WRITERS_WAITING | (first ? RW_WRITER_FIRST : 0);
@@ -370,7 +368,7 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (!rw_announce(l, &s, w, bits))
 			continue;
 		if (!was && !first)
-			w->aux = rw_now_us(); /* the overtaking time starts */
+			w->aux = rw_stamp(); /* the overtaking time starts */
 		/* Snapshot the counter BEFORE re-checking the state (acquire:
 		 * the re-load below cannot be satisfied from before it). A wake
 		 * that the re-check misses must bump the counter after our
@@ -623,7 +621,7 @@ const struct ursa_step_ops ursa__rwlock_wr_ops = {
 	.name = "rwlock-write",
 	.step = wr_step,
 	.abandon = wr_abandon,
-	.ring = {.slept = URSA_SLEPT_BOUND}, /* no bounded sleep: first at once */
+	.ring = {.aux = URSA_W_RING}, /* no bounded sleep: first at once */
 };
 
 int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op)

@@ -108,14 +108,9 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 			r = sleep_cancellable(obj, ops, w, &wt, clk, dl);
 		else
 			r = sleep_on(&wt, clk, dl);
-		w->slept |= URSA_SLEPT;
-		if (r == -ETIMEDOUT && dl != abs) {
-			/* The bound, not the caller's deadline: say so to the
-			 * next step (the rwlock's writer stops letting readers
-			 * pass it). */
-			w->slept |= URSA_SLEPT_BOUND;
-			continue;
-		}
+		w->slept = 1;
+		if (r == -ETIMEDOUT && dl != abs)
+			continue; /* the bound, not the caller's deadline */
 		if (r == -ETIMEDOUT || (r == -EINTR && (flags & URSA_BLOCK_EINTR))) {
 			/* The word may have changed just as we timed out or were
 			 * interrupted: one last step, so a hand-off or a post is

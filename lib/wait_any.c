@@ -109,7 +109,7 @@ static int any_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	struct any_state *a = obj;
 	if (w->slept) {
 		for (unsigned i = 0; i < a->n; i++)
-			a->ws[i].slept |= w->slept;
+			a->ws[i].slept = 1;
 	}
 	int r = any_try(a);
 	uint32_t bound_us = 0;

@@ -252,8 +252,8 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 		fi;
 		/* A ring writer says WRITER_FIRST from its first step; a blocked
 		 * one once it has waited URSA_RW_OVERTAKE_US since its first
-		 * announcement (at any later step: every timing is explored)
-		 * or a bounded sleep of this call ran out. */
+		 * announcement, by its own clock: at any later step (every
+		 * timing is explored). */
 		first = (writer && ring);
 		/* ursa__block (lib/time.c) / op_advance + ursa_handle_cqe
 		 * (lib/async.c). */
@@ -288,7 +288,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			want = 0;
 			if
-			:: r == R_STOPPED && bnd -> first = true	/* the bound */
+			:: r == R_STOPPED && bnd -> skip	/* the bound: step again */
 			:: r == R_STOPPED && stops > 0 ->
 				/* Timed out / cancelled: one last step, else
 				 * abandon (rd: nothing; wr: pass the wake on). */
