@@ -3,6 +3,7 @@
 noinst_LTLIBRARIES += kernel/libursa-kernel.la
 kernel_libursa_kernel_la_SOURCES = \
 	kernel/arch.h \
+	kernel/cpus.c \
 	kernel/futex.c \
 	kernel/futex.h \
 	kernel/probe.c \

@@ -34,14 +34,26 @@
  * pass-on), checked exhaustively by make check.
  *
  * Turns: an unlocker that leaves WOKEN set (its own wake, or one still on
- * its way) yields the CPU (sched_yield) at every 16th such unlock of its
+ * its way) yields the CPU (sched_yield) at every 256th such unlock of its
  * thread. The woken waiter is often runnable but queued behind threads
  * that keep re-taking the mutex on the CPUs it needs; the yield lets it
  * run. It changes no word: the protocol above and its model are the same
- * with or without it. Measured (bench/README.md): the least-served
- * thread's share with 1 us sections at 16 / 32 threads on 2 CPUs went from
- * 0.12-0.54 to 0.69-0.81 of the mean, the worst thread's p99 wait from
- * 3-14 ms to 1 ms, with the same throughput.
+ * with or without it. Measured on 2 CPUs (bench/README.md, "Turns"): with
+ * 1 us sections at 4-32 threads, every 16th unlock cost a fifth of the
+ * throughput (0.81-0.97x glibc, against 1.04-1.21x at every 256th); never
+ * yielding gave 1.12-1.66x, but the least-served thread's share at 32
+ * threads fell to 0.13 of the mean (glibc 0.34) and its p99 wait to 14 ms.
+ * At every 256th the share is 0.71-0.96 (glibc 0.22-0.92), the p99 wait
+ * at 32 threads 2.7 ms (glibc 10.7 ms).
+ *
+ * Spinning (mutex_lock_slow): a newcomer that finds the mutex held first
+ * spins, taking it if it sees it free (the newcomer's transition, so the
+ * spin changes no protocol). On 8 or more CPUs an untimed locker watches
+ * the word with PAUSE backoff whether or not waiters sleep, until a
+ * hand-off is under way; then, on any machine, it yields while nobody
+ * sleeps, and then sleeps (kernel/arch.h says why and what was measured).
+ * Barging past sleepers stays bounded by the hand-off (Fairness in
+ * include/ursa/mutex.h): the spin stops at HANDED.
  *
  * Limits: a registered waiter that vanishes without giving up (its process
  * killed, its ring torn down with the wait in flight) leaves COUNT raised
@@ -69,7 +81,7 @@
 #define URSA_FAIR_NS 1000000
 /* Releases to a woken waiter that has not run yet, per thread, between
  * two yields of the CPU ("Turns"). */
-#define URSA_UNLOCK_YIELD_EVERY 16
+#define URSA_UNLOCK_YIELD_EVERY 256
 
 /* Mutex-private flags in struct ursa_waiter.aux beside URSA_W_RING/REQ;
  * bits 8-31 hold when the waiter first waited, in 2^16 ns units. */
@@ -312,6 +324,23 @@ static void mutex_release(void *obj, struct ursa_waiter *w)
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
+	/* On many CPUs an untimed locker first watches the word with PAUSE
+	 * backoff, sleepers or not, until a hand-off is under way
+	 * (kernel/arch.h). Taking a free word is the newcomer's transition. */
+	if (!abs && ursa_k_backoff_wanted()) {
+		unsigned b = 1;
+		for (int k = 0; k < URSA_K_BACKOFF_LOOKS; k++) {
+			uint32_t v = ld_relaxed(&m->__word);
+			if (!(v & M_HELD)) {
+				if (cas_acq(&m->__word, &v, v | M_LOCKED))
+					return 0;
+				continue;
+			}
+			if (v & M_HANDED)
+				break;
+			b = ursa_k_backoff(b);
+		}
+	}
 	/* Spin while nobody sleeps (kernel/arch.h: yields, or PAUSEs for a
 	 * timed locker). Once a waiter sleeps (SLEEPERS) or a hand-off is
 	 * under way, queue behind them instead. */

@@ -5,7 +5,11 @@
  * Uncontended lock and unlock are one compare-and-swap each, inline in the
  * caller, with no system call. Contended lockers spin briefly, then sleep on
  * the futex word; they may be blocked threads or io_uring waiters
- * (ursa_mutex_lock_async), on the same mutex. An unlock wakes a waiter
+ * (ursa_mutex_lock_async), on the same mutex. The spin: where the process
+ * may run on 8 or more CPUs, an untimed locker first watches the word for
+ * up to some tens of microseconds, with growing pauses between looks, also
+ * while others sleep; on any machine it then yields the CPU a few times
+ * while nobody sleeps. An unlock wakes a waiter
  * only when one sleeps and no woken waiter is still on its way (while one
  * is, it now and then yields the CPU instead: see Fairness).
  * No owner is recorded: any thread may unlock (as with a semaphore).
@@ -19,7 +23,7 @@
  * plus wake-up latency; a ring waiter also until its event loop handles its
  * completion. A woken waiter often waits for a CPU held by the threads that
  * keep re-taking the mutex: a thread that unlocks while a woken waiter has
- * not yet run yields its CPU (sched_yield) at every 16th such unlock, so
+ * not yet run yields its CPU (sched_yield) at every 256th such unlock, so
  * that the waiter gets a turn long before it would ask for a hand-off.
  * So a contended unlock may make a system call even when it wakes nobody.
  */

@@ -184,6 +184,52 @@ Test(mutex, exclusion_threads_timed)
 	run_excl(0, 4, t_iters(100000), 1);
 }
 
+/* The many-CPU spin (kernel/arch.h: PAUSE backoff, sleepers or not) is
+ * chosen by the CPU count; URSA_TEST_CPUS makes this process count 64, so
+ * the spin runs here on any machine. Exclusion must hold, and the run must
+ * have been contended: lockers that found the mutex held (and so took the
+ * slow path, the spin first). */
+static long backoff_contended;
+
+static void *backoff_worker(void *arg)
+{
+	struct excl *x = *(struct excl **)arg;
+	long held = 0;
+	for (long i = 0; i < x->iters; i++) {
+		if (__atomic_load_n(&x->m.__word, __ATOMIC_RELAXED) != 0)
+			held++;
+		cr_assert_eq(ursa_mutex_lock(&x->m), 0);
+		t_excl_enter(&x->check);
+		if ((i & 255) == 0)
+			sched_yield(); /* a holder off its CPU now and then */
+		t_excl_leave(&x->check);
+		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
+	}
+	__atomic_fetch_add(&backoff_contended, held, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+Test(mutex, exclusion_threads_backoff_spin)
+{
+	setenv("URSA_TEST_CPUS", "64", 1);
+	static struct excl x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_mutex_init(&x.m, 0), 0);
+	x.iters = t_iters(100000);
+	struct excl *px[4];
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		px[i] = &x;
+	t_spawn(t, 4, backoff_worker, px, sizeof(px[0]));
+	t_join_all(t, 4);
+	t_excl_check(&x.check, 4 * x.iters);
+	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
+	cr_assert_gt(backoff_contended, x.iters / 100,
+		     "only %ld of %ld lock calls found the mutex held: the spin was not exercised",
+		     backoff_contended, 4 * x.iters);
+	unsetenv("URSA_TEST_CPUS");
+}
+
 /* ---- mutual exclusion across processes ------------------------------- */
 
 struct pexcl {
