@@ -125,12 +125,16 @@ struct excl {
 	struct t_excl check;
 	long iters;
 	int timed;
+	long found_held; /* lock calls that found the word non-zero */
 };
 
 static void *excl_worker(void *arg)
 {
 	struct excl *x = *(struct excl **)arg;
+	long held = 0;
 	for (long i = 0; i < x->iters; i++) {
+		if (__atomic_load_n(&x->m.__word, __ATOMIC_RELAXED) & ~URSA__MUTEX_SHARED)
+			held++;
 		if (x->timed && (i & 1)) {
 			struct timespec dl = t_deadline(CLOCK_MONOTONIC, 1000);
 			int r;
@@ -149,10 +153,12 @@ static void *excl_worker(void *arg)
 		t_excl_leave(&x->check);
 		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
 	}
+	__atomic_fetch_add(&x->found_held, held, __ATOMIC_RELAXED);
 	return NULL;
 }
 
-static void run_excl(unsigned flags, int nthreads, long iters, int timed)
+/* Returns how many lock calls found the mutex held (or waited on). */
+static long run_excl(unsigned flags, int nthreads, long iters, int timed)
 {
 	static struct excl x;
 	memset(&x, 0, sizeof(x));
@@ -167,6 +173,7 @@ static void run_excl(unsigned flags, int nthreads, long iters, int timed)
 	t_join_all(t, nthreads);
 	t_excl_check(&x.check, (long)nthreads * iters);
 	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
+	return x.found_held;
 }
 
 Test(mutex, exclusion_threads_private)
@@ -189,44 +196,14 @@ Test(mutex, exclusion_threads_timed)
  * the spin runs here on any machine. Exclusion must hold, and the run must
  * have been contended: lockers that found the mutex held (and so took the
  * slow path, the spin first). */
-static long backoff_contended;
-
-static void *backoff_worker(void *arg)
-{
-	struct excl *x = *(struct excl **)arg;
-	long held = 0;
-	for (long i = 0; i < x->iters; i++) {
-		if (__atomic_load_n(&x->m.__word, __ATOMIC_RELAXED) != 0)
-			held++;
-		cr_assert_eq(ursa_mutex_lock(&x->m), 0);
-		t_excl_enter(&x->check);
-		if ((i & 255) == 0)
-			sched_yield(); /* a holder off its CPU now and then */
-		t_excl_leave(&x->check);
-		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
-	}
-	__atomic_fetch_add(&backoff_contended, held, __ATOMIC_RELAXED);
-	return NULL;
-}
-
 Test(mutex, exclusion_threads_backoff_spin)
 {
 	setenv("URSA_TEST_CPUS", "64", 1);
-	static struct excl x;
-	memset(&x, 0, sizeof(x));
-	cr_assert_eq(ursa_mutex_init(&x.m, 0), 0);
-	x.iters = t_iters(100000);
-	struct excl *px[4];
-	pthread_t t[4];
-	for (int i = 0; i < 4; i++)
-		px[i] = &x;
-	t_spawn(t, 4, backoff_worker, px, sizeof(px[0]));
-	t_join_all(t, 4);
-	t_excl_check(&x.check, 4 * x.iters);
-	cr_assert_eq(ursa_mutex_destroy(&x.m), 0);
-	cr_assert_gt(backoff_contended, x.iters / 100,
+	long iters = t_iters(100000);
+	long held = run_excl(0, 4, iters, 0);
+	cr_assert_gt(held, iters / 100,
 		     "only %ld of %ld lock calls found the mutex held: the spin was not exercised",
-		     backoff_contended, 4 * x.iters);
+		     held, 4 * iters);
 	unsetenv("URSA_TEST_CPUS");
 }
 
