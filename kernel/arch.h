@@ -57,9 +57,9 @@ static inline bool ursa_k_spin(int i, bool timed)
  * loads, with 1, 2, 4 ... URSA_K_BACKOFF_MAX PAUSEs between them, taking
  * the lock when it sees it free, whether or not waiters sleep. Measured on
  * a 16-CPU machine against the yields alone (bench/README.md, "On 16
- * cores, again"): 1.3 to 3.9 times the throughput at 4-64 threads with
- * empty, 0.3 us and 0.4 us sections, 1.6-1.9 times with a yield inside
- * the section at 4-16 threads, 0.90 times at 64. On 2 CPUs the same spin
+ * cores, again"): 1.2 to 3.9 times the throughput at 4-64 threads with
+ * empty, 0.3 us and 0.4 us sections, 1.6-2.0 times with a yield inside
+ * the section at 4-16 threads, 0.88-0.90 times at 64. On 2 CPUs the same spin
  * takes the CPU from a holder that yielded or was preempted (a tenth of
  * the throughput with a yield inside the section at 4 threads), so it is
  * used only from URSA_K_BACKOFF_CPUS CPUs up. Machines with 3 to 15 CPUs
