@@ -324,26 +324,14 @@ static void mutex_release(void *obj, struct ursa_waiter *w)
 
 static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
 {
-	/* On many CPUs an untimed locker first watches the word with PAUSE
-	 * backoff, sleepers or not, until a hand-off is under way
-	 * (kernel/arch.h). Taking a free word is the newcomer's transition. */
-	if (!abs && ursa_k_backoff_wanted()) {
-		unsigned b = 1;
-		for (int k = 0; k < URSA_K_BACKOFF_LOOKS; k++) {
-			uint32_t v = ld_relaxed(&m->__word);
-			if (!(v & M_HELD)) {
-				if (cas_acq(&m->__word, &v, v | M_LOCKED))
-					return 0;
-				continue;
-			}
-			if (v & M_HANDED)
-				break;
-			b = ursa_k_backoff(b);
-		}
-	}
-	/* Spin while nobody sleeps (kernel/arch.h: yields, or PAUSEs for a
-	 * timed locker). Once a waiter sleeps (SLEEPERS) or a hand-off is
-	 * under way, queue behind them instead. */
+	/* Spin, taking the word when it is free (the newcomer's transition),
+	 * until a hand-off is under way. On many CPUs an untimed locker first
+	 * watches the word with PAUSE backoff, sleepers or not; then, on any
+	 * machine, it spins while nobody sleeps (kernel/arch.h: yields, or
+	 * PAUSEs for a timed locker). Once a waiter sleeps (SLEEPERS), queue
+	 * behind them instead. */
+	int looks = !abs && ursa_k_backoff_wanted() ? URSA_K_BACKOFF_LOOKS : 0;
+	unsigned b = 1;
 	for (int i = 0;;) {
 		uint32_t v = ld_relaxed(&m->__word);
 		if (!(v & M_HELD)) {
@@ -351,7 +339,14 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 				return 0;
 			continue;
 		}
-		if ((v & (M_SLEEPERS | M_HANDED)) || !ursa_k_spin(i++, abs != NULL))
+		if (v & M_HANDED)
+			break;
+		if (looks > 0) {
+			looks--;
+			b = ursa_k_backoff(b);
+			continue;
+		}
+		if ((v & M_SLEEPERS) || !ursa_k_spin(i++, abs != NULL))
 			break;
 	}
 	struct ursa_waiter w = {0};
