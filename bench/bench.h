@@ -64,6 +64,7 @@ struct bench_opts {
 	bool threads_set, reps_set, duration_set; /* given on the command line */
 	const char *cn_workloads; /* contention: --workloads list, or NULL: all */
 	const char *cn_sections;  /* contention: --sections list, or NULL: all */
+	double cn_outside_ns;	  /* contention: --outside, work after each operation */
 	int ncpu;	      /* CPUs this process may run on */
 	int cpus[1024];	      /* their numbers, for --pin */
 };

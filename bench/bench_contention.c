@@ -66,7 +66,8 @@ struct cn_result {
 /* The part of every workload's shared state the harness drives. */
 struct cn_common {
 	pthread_barrier_t start;
-	uint32_t iters; /* busy-work loop iterations inside the section */
+	uint32_t iters;	    /* busy-work loop iterations inside the section */
+	uint32_t out_iters; /* and outside, after every operation (--outside) */
 	bool yield;	/* sched_yield() inside the section */
 	uint64_t elapsed_ns;
 	int stop BENCH_ALIGNED;
@@ -169,6 +170,7 @@ static struct cn_thread *cn_run(const struct cn_point *pt, struct cn_common *c, 
 	static const uint32_t cs_ns[CN_NCS] = {0, 100, 1000, 0};
 	c->iters = cs_ns[pt->cs] ? bench_iters(cs_ns[pt->cs]) : 0;
 	c->yield = pt->cs == CS_YIELD;
+	c->out_iters = bench_opt.cn_outside_ns > 0 ? bench_iters(bench_opt.cn_outside_ns) : 0;
 	c->stop = 0;
 	pthread_barrier_init(&c->start, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++)
@@ -639,8 +641,14 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	       "per run, threads 1..%d, every 16th acquisition timed; load average %.2f %.2f "
 	       "%.2f\n",
 	       rounds, dur, top, la[0], la[1], la[2]);
-	if (csv)
+	if (bench_opt.cn_outside_ns > 0)
+		printf("   every thread does %.0f ns of busy work outside the lock after every "
+		       "operation (--outside)\n",
+		       bench_opt.cn_outside_ns);
+	if (csv) {
 		fprintf(csv, "contention,-,0,load-average-1min,%.2f,load\n", la[0]);
+		fprintf(csv, "contention,-,0,outside-ns,%.0f,ns\n", bench_opt.cn_outside_ns);
+	}
 
 	for (int w = 0; w < CN_NWORK; w++) {
 		if (!cn_in_list(bench_opt.cn_workloads, cn_wname[w]))

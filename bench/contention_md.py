@@ -35,12 +35,16 @@ def main():
     threads = set()
     impls = []
     load = None
+    outside = 0.0
     for line in open(args[0]):
         f = line.rstrip("\n").split(",")
         if len(f) != 6 or f[0] != "contention":
             continue
         if f[3] == "load-average-1min":
             load = f[4]
+            continue
+        if f[3] == "outside-ns":
+            outside = float(f[4])
             continue
         w, cs, m = f[3].split(":")
         t = int(f[2])
@@ -54,6 +58,8 @@ def main():
     works = [w for w in WORK if any(k[0] == w for k in d)]
     if load:
         print(f"(1-minute load average at the start: {load})\n")
+    if outside > 0:
+        print(f"(every thread does {outside:.0f} ns of work outside the lock after every operation)\n")
     if summary:
         print("| workload | " + " | ".join(others) + " |")
         print("|---|" + "---|" * len(others))

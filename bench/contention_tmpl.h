@@ -41,7 +41,7 @@ static void *T(mthread)(void *p)
 {
 	struct cn_thread *a = p;
 	struct T(mshared) *sh = a->shared;
-	const uint32_t iters = sh->c.iters;
+	const uint32_t iters = sh->c.iters, out = sh->c.out_iters;
 	const bool yield = sh->c.yield;
 	uint64_t it = 0, ops = 0;
 
@@ -55,6 +55,7 @@ static void *T(mthread)(void *p)
 		sh->counter++;
 		cn_section(iters, yield);
 		AD(unlock)(&sh->m);
+		bench_work_iters(out);
 		if (__atomic_load_n(&sh->c.stop, __ATOMIC_RELAXED))
 			break;
 		ops++;
@@ -71,7 +72,7 @@ static void *T(sthread)(void *p)
 {
 	struct cn_thread *a = p;
 	struct T(mshared) *sh = a->shared;
-	const uint32_t iters = sh->c.iters;
+	const uint32_t iters = sh->c.iters, out = sh->c.out_iters;
 	const bool yield = sh->c.yield;
 	uint64_t it = 0, ops = 0;
 
@@ -85,6 +86,7 @@ static void *T(sthread)(void *p)
 		sh->counter++;
 		cn_section(iters, yield);
 		AD(sem_post)(&sh->s);
+		bench_work_iters(out);
 		if (__atomic_load_n(&sh->c.stop, __ATOMIC_RELAXED))
 			break;
 		ops++;
@@ -153,7 +155,7 @@ static void *T(rthread)(void *p)
 {
 	struct cn_thread *a = p;
 	struct T(rshared) *sh = a->shared;
-	const uint32_t iters = sh->c.iters, wpct = sh->write_pct;
+	const uint32_t iters = sh->c.iters, wpct = sh->write_pct, out = sh->c.out_iters;
 	const bool yield = sh->c.yield;
 	uint64_t it = 0, ops = 0, writes = 0, s = a->seed;
 	bool torn = false;
@@ -182,6 +184,7 @@ static void *T(rthread)(void *p)
 				sh->data[0] != d0;
 			AD(rdunlock)(&sh->l);
 		}
+		bench_work_iters(out);
 		if (__atomic_load_n(&sh->c.stop, __ATOMIC_RELAXED))
 			break;
 		ops++;
@@ -246,7 +249,7 @@ static void *T(qthread)(void *p)
 {
 	struct cn_thread *a = p;
 	struct T(qshared) *sh = a->shared;
-	const uint32_t iters = sh->c.iters;
+	const uint32_t iters = sh->c.iters, out = sh->c.out_iters;
 	const bool yield = sh->c.yield;
 	const bool producer = a->index % 2 == 0;
 	uint64_t it = 0, ops = 0, next = (uint64_t)a->index << 40;
@@ -287,6 +290,7 @@ static void *T(qthread)(void *p)
 			AD(cond_signal)(&sh->not_full);
 		}
 		AD(unlock)(&sh->m);
+		bench_work_iters(out);
 		ops++;
 	}
 	a->ops = ops;

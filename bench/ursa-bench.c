@@ -34,7 +34,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ursa-bench [--quick] [--scenario NAME[,NAME...]] [--threads N] [--pin]\n"
 		   "                  [--reps N] [--duration SECONDS] [--csv FILE]\n"
-		   "                  [--workloads W[,W...]] [--sections CS[,CS...]] [--help]\n\n"
+		   "                  [--workloads W[,W...]] [--sections CS[,CS...]] [--outside NS]\n"
+		   "                  [--help]\n\n"
 		   "  --quick          every scenario, short runs, 3 repetitions (under a minute)\n"
 		   "  --scenario NAME  run only these scenarios (comma-separated)\n"
 		   "  --threads N      top of the thread axis (default: 2 x CPUs)\n"
@@ -44,6 +45,8 @@ static void usage(FILE *f)
 		   "  --csv FILE       also write rows scenario,impl,threads,metric,value,unit\n"
 		   "  --workloads W    contention: only these of mutex,rw95,rw50,sem,cond\n"
 		   "  --sections CS    contention: only these of empty,100ns,1us,yield\n"
+		   "  --outside NS     contention: NS ns of busy work outside the lock after every\n"
+		   "                   operation (default 0: nothing between the operations)\n"
 		   "                   (contention: default threads 1..32, 5 rounds of 0.3 s;\n"
 		   "                   quick 3 rounds of 0.05 s; plots beside the --csv file)\n\n"
 		   "scenarios:\n");
@@ -234,6 +237,7 @@ int main(int argc, char **argv)
 	    {"duration", required_argument, NULL, 'd'},
 	    {"workloads", required_argument, NULL, 'W'},
 	    {"sections", required_argument, NULL, 'S'},
+	    {"outside", required_argument, NULL, 'O'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -290,6 +294,16 @@ int main(int argc, char **argv)
 		case 'S':
 			bench_opt.cn_sections = optarg;
 			break;
+		case 'O': {
+			char *end;
+			bench_opt.cn_outside_ns = strtod(optarg, &end);
+			if (end == optarg || *end || !(bench_opt.cn_outside_ns >= 0) ||
+			    bench_opt.cn_outside_ns > 1e6) {
+				fprintf(stderr, "ursa-bench: --outside wants nanoseconds, 0..1000000\n");
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
