@@ -71,7 +71,10 @@
  * 8-32 threads: 0.73-0.77x glibc's rate without joining, 0.84-0.96x with
  * it); under a steady stream of short reads the writer waits out its 2 ms
  * instead of one drain (rw95, empty sections, 4-16 threads: about a fifth
- * less throughput, still 1.4-1.8x glibc's; bench/README.md). A continuous
+ * less throughput, still 1.4-1.8x glibc's on AMD EPYC vCPUs; on Intel Xeon
+ * ones 0.66-0.78x, because glibc's threads there fall into a convoy on one
+ * CPU, not because of joining; with 100 ns of work between operations
+ * 1.3-2.0x; bench/README.md). A continuous
  * stream of writers can keep readers waiting. Writers are not FIFO among
  * themselves: a running writer may barge in ahead of a woken one, so a ring
  * writer, woken late, can lose repeatedly. No hand-off.
