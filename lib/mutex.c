@@ -33,18 +33,22 @@
  * tests/models/mutex.pml (threads, a cancellable ring waiter, wait-any
  * pass-on), checked exhaustively by make check.
  *
- * Turns: an unlocker that leaves WOKEN set (its own wake, or one still on
- * its way) yields the CPU (sched_yield) at every 256th such unlock of its
- * thread. The woken waiter is often runnable but queued behind threads
- * that keep re-taking the mutex on the CPUs it needs; the yield lets it
- * run. It changes no word: the protocol above and its model are the same
- * with or without it. Measured on 2 CPUs (bench/README.md, "Turns"): with
- * 1 us sections at 4-32 threads, every 16th unlock cost a fifth of the
- * throughput (0.81-0.97x glibc, against 1.04-1.21x at every 256th); never
- * yielding gave 1.12-1.66x, but the least-served thread's share at 32
- * threads fell to 0.13 of the mean (glibc 0.34) and its p99 wait to 14 ms.
- * At every 256th the share is 0.71-0.96 (glibc 0.22-0.92), the p99 wait
- * at 32 threads 2.7 ms (glibc 10.7 ms).
+ * Turns: a thread that has kept releasing the mutex with WOKEN set (its
+ * own wake, or one still on its way) for URSA_TURN_NS (1 ms) yields the
+ * CPU (sched_yield), then counts again. The woken waiter is often runnable
+ * but queued behind threads that keep re-taking the mutex on the CPUs it
+ * needs; the yield lets it run. The thread looks at the clock at every
+ * URSA_TURN_LOOK_EVERY-th such release, and a release that finds no woken
+ * waiter (on the slow path) stops the clock. It changes no word: the
+ * protocol above and its model are the same with or without it.
+ *   Measured on 2 CPUs (bench/README.md, "Turns" and "Turns by time"):
+ * every 16th such release cost a fifth of the throughput with 1 us
+ * sections; every 256th (092ffd3 to 58bafa0) fell to 0.7-0.9x
+ * glibc's with sections that store to memory (0.3-1 us at 4-32 threads);
+ * never yielding let the least-served thread's share fall below glibc's
+ * (0.07 of the mean at 32 threads, glibc 0.13). After 1 ms of the clock:
+ * 0.94-1.51x glibc on those sections, the least-served share 0.31-0.88
+ * (glibc 0.11-0.81).
  *
  * Spinning (mutex_lock_slow): a newcomer that finds the mutex held first
  * spins, taking it if it sees it free (the newcomer's transition, so the
@@ -79,9 +83,11 @@
 #define URSA_HANDOFF_AFTER 2
 /* Waiting time after which any waiter asks for a hand-off. */
 #define URSA_FAIR_NS 1000000
-/* Releases to a woken waiter that has not run yet, per thread, between
- * two yields of the CPU ("Turns"). */
-#define URSA_UNLOCK_YIELD_EVERY 256
+/* How long a thread may keep releasing the mutex to a woken waiter that
+ * has not run yet before it yields its CPU, and at which of those releases
+ * it looks at the clock ("Turns"). */
+#define URSA_TURN_NS 1000000
+#define URSA_TURN_LOOK_EVERY 64
 
 /* Mutex-private flags in struct ursa_waiter.aux beside URSA_W_RING/REQ;
  * bits 8-31 hold when the waiter first waited, in 2^16 ns units. */
@@ -377,14 +383,30 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 
 /* We released the mutex with a woken waiter on its way (WOKEN). A thread
  * that keeps re-taking the mutex, on a CPU the woken waiter is queued for,
- * starves it: every URSA_UNLOCK_YIELD_EVERY-th such release by this
- * thread yields the CPU (top of the file, "Turns"). */
+ * starves it: once this thread has released so for URSA_TURN_NS, it yields
+ * the CPU (top of the file, "Turns"). m_turn_since is when it first looked
+ * in this run of such releases (0: not timing); a release that finds no
+ * woken waiter ends the run (m_turn_stop). An uncontended release (the
+ * inline fast path) does not: the next run may then yield once early. */
 static __thread unsigned m_woken_releases;
+static __thread uint64_t m_turn_since;
 
 static void m_let_woken_run(void)
 {
-	if (++m_woken_releases % URSA_UNLOCK_YIELD_EVERY == 0)
+	if (++m_woken_releases % URSA_TURN_LOOK_EVERY)
+		return;
+	uint64_t now = ursa__mono_ns();
+	if (!m_turn_since) {
+		m_turn_since = now;
+	} else if (now - m_turn_since >= URSA_TURN_NS) {
+		m_turn_since = 0;
 		sched_yield();
+	}
+}
+
+static inline void m_turn_stop(void)
+{
+	m_turn_since = 0;
 }
 
 int ursa__mutex_unlock_slow(ursa_mutex_t *m)
@@ -403,6 +425,7 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
 			URSA_TRACE(mutex_handoff, m);
+			m_turn_stop();
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false); /* unless a registered waiter will claim it */
 			return 0;
@@ -419,6 +442,8 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		if (cas_rel(&m->__word, &v, n)) {
 			if (n & M_WOKEN)
 				m_let_woken_run();
+			else
+				m_turn_stop();
 			return 0;
 		}
 	}

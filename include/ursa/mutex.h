@@ -22,9 +22,9 @@
  * by running threads for at most about 1 ms per waiter queued before it,
  * plus wake-up latency; a ring waiter also until its event loop handles its
  * completion. A woken waiter often waits for a CPU held by the threads that
- * keep re-taking the mutex: a thread that unlocks while a woken waiter has
- * not yet run yields its CPU (sched_yield) at every 256th such unlock, so
- * that the waiter gets a turn long before it would ask for a hand-off.
+ * keep re-taking the mutex: a thread that has kept unlocking for 1 ms
+ * while a woken waiter has not yet run yields its CPU (sched_yield), so
+ * that the waiter gets a turn about when it would ask for a hand-off.
  * So a contended unlock may make a system call even when it wakes nobody.
  */
 #ifndef URSA_MUTEX_H
