@@ -1,0 +1,30 @@
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <time.h>
+#include <sched.h>
+#include <ursa.h>
+static ursa_mutex_t um __attribute__((aligned(64))); static pthread_mutex_t pm __attribute__((aligned(64))) = PTHREAD_MUTEX_INITIALIZER;
+static int impl; static uint32_t iters; static int sampling; static volatile int stop __attribute__((aligned(64))); static pthread_barrier_t bar;
+static unsigned long counts[1024]; static uint64_t hist[1024][8];
+static volatile unsigned long shared_ctr __attribute__((aligned(64)));
+static inline void work(uint32_t n){ for (volatile uint32_t i=0;i<n;i++); }
+static void *thr(void *a){ long id=(long)a; unsigned long n=0; pthread_barrier_wait(&bar);
+ for (uint64_t it=0;;it++){ int s = sampling && (it & 15)==0; uint64_t t0 = s ? __builtin_ia32_rdtsc() : 0;
+  if(impl) ursa_mutex_lock(&um); else pthread_mutex_lock(&pm);
+  if (s) hist[id][(__builtin_ia32_rdtsc()-t0) > 10000]++;
+  shared_ctr++; work(iters);
+  if(impl) ursa_mutex_unlock(&um); else pthread_mutex_unlock(&pm);
+  if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break; n++; }
+ counts[id]=n; return 0; }
+int main(int c,char**v){ impl=!strcmp(v[1],"ursa"); int T=atoi(v[2]); iters=atoi(v[3]); double d=atof(v[4]); sampling = c>5 ? atoi(v[5]) : 1; ursa_mutex_init(&um,0);
+ pthread_barrier_init(&bar,0,T+1);
+ pthread_t t[1024]; for(long i=0;i<T;i++) pthread_create(&t[i],0,thr,(void*)i);
+ pthread_barrier_wait(&bar);
+ struct timespec a,b; clock_gettime(CLOCK_MONOTONIC,&a); struct timespec s={ (time_t)d, (long)((d-(time_t)d)*1e9)}; nanosleep(&s,0); stop=1; clock_gettime(CLOCK_MONOTONIC,&b);
+ unsigned long tot=0,mn=~0ul; for(int i=0;i<T;i++){ pthread_join(t[i],0); tot+=counts[i]; if(counts[i]<mn) mn=counts[i]; }
+ double el=(b.tv_sec-a.tv_sec)+(b.tv_nsec-a.tv_nsec)/1e9;
+ printf("%s T=%d iters=%u ops/s=%.0f minshare=%.2f\n", v[1], T, iters, tot/el, (double)mn*T/tot); return 0; }
