@@ -43,12 +43,13 @@
  * protocol above and its model are the same with or without it.
  *   Measured on 2 CPUs (bench/README.md, "Turns" and "Turns by time"):
  * every 16th such release cost a fifth of the throughput with 1 us
- * sections; every 256th (092ffd3 to 58bafa0) fell to 0.7-0.9x
- * glibc's with sections that store to memory (0.3-1 us at 4-32 threads);
+ * sections; every 256th (092ffd3 to 58bafa0) fell to 0.69-0.97x glibc's
+ * at 4-16 threads with 0.3-0.8 us sections that store to memory (each
+ * yield is a context switch, and such code runs slower after one here);
  * never yielding let the least-served thread's share fall below glibc's
  * (0.07 of the mean at 32 threads, glibc 0.13). After 1 ms of the clock:
- * 0.94-1.51x glibc on those sections, the least-served share 0.31-0.88
- * (glibc 0.11-0.81).
+ * 1.03-1.56x glibc on those sections at 4-32 threads, the least-served
+ * share 0.34-0.89 (glibc 0.15-0.90).
  *
  * Spinning (mutex_lock_slow): a newcomer that finds the mutex held first
  * spins, taking it if it sees it free (the newcomer's transition, so the
