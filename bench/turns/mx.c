@@ -11,7 +11,10 @@ static ursa_mutex_t um __attribute__((aligned(64))); static pthread_mutex_t pm _
 static int impl; static uint32_t iters; static int sampling; static volatile int stop __attribute__((aligned(64))); static pthread_barrier_t bar;
 static unsigned long counts[1024]; static uint64_t hist[1024][8];
 static volatile unsigned long shared_ctr __attribute__((aligned(64)));
-static inline void work(uint32_t n){ for (uint32_t i=0;i<n;i++) __asm__ volatile("" ::: "memory"); }
+/* MX_WORK=alu: the matrix's register loop (what "mx5" was); else a loop on
+ * a volatile counter, a store and a load per iteration ("mx6"). */
+static int alu;
+static inline void work(uint32_t n){ if (alu) { for (uint32_t i=0;i<n;i++) __asm__ volatile("" ::: "memory"); } else { for (volatile uint32_t i=0;i<n;i++); } }
 static void *thr(void *a){ long id=(long)a; unsigned long n=0; pthread_barrier_wait(&bar);
  for (uint64_t it=0;;it++){ int s = sampling && (it & 15)==0; uint64_t t0 = s ? __builtin_ia32_rdtsc() : 0;
   if(impl) ursa_mutex_lock(&um); else pthread_mutex_lock(&pm);
@@ -20,7 +23,7 @@ static void *thr(void *a){ long id=(long)a; unsigned long n=0; pthread_barrier_w
   if(impl) ursa_mutex_unlock(&um); else pthread_mutex_unlock(&pm);
   if (__atomic_load_n(&stop, __ATOMIC_RELAXED)) break; n++; }
  counts[id]=n; return 0; }
-int main(int c,char**v){ impl=!strcmp(v[1],"ursa"); int T=atoi(v[2]); iters=atoi(v[3]); double d=atof(v[4]); sampling = c>5 ? atoi(v[5]) : 1; ursa_mutex_init(&um,0);
+int main(int c,char**v){ impl=!strcmp(v[1],"ursa"); int T=atoi(v[2]); iters=atoi(v[3]); double d=atof(v[4]); sampling = c>5 ? atoi(v[5]) : 1; alu = getenv("MX_WORK") && !strcmp(getenv("MX_WORK"), "alu"); ursa_mutex_init(&um,0);
  pthread_barrier_init(&bar,0,T+1);
  pthread_t t[1024]; for(long i=0;i<T;i++) pthread_create(&t[i],0,thr,(void*)i);
  pthread_barrier_wait(&bar);
