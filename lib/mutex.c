@@ -43,7 +43,7 @@
  * protocol above and its model are the same with or without it.
  *   Measured on 2 CPUs (bench/README.md, "Turns" and "Turns by time"):
  * every 16th such release cost a fifth of the throughput with 1 us
- * sections; every 256th (092ffd3 to 58bafa0) fell to 0.69-0.97x glibc's
+ * sections; every 256th (092ffd3 to 2a375cd) fell to 0.69-0.97x glibc's
  * at 4-16 threads with 0.3-0.8 us sections that store to memory (each
  * yield is a context switch, and such code runs slower after one here);
  * never yielding let the least-served thread's share fall below glibc's
