@@ -65,6 +65,7 @@ struct bench_opts {
 	const char *cn_workloads; /* contention: --workloads list, or NULL: all */
 	const char *cn_sections;  /* contention: --sections list, or NULL: all */
 	double cn_outside_ns;	  /* contention: --outside, work after each operation */
+	bool cn_work_shared;	  /* contention: --work shared (the protected data) */
 	int ncpu;	      /* CPUs this process may run on */
 	int cpus[1024];	      /* their numbers, for --pin */
 };

@@ -135,9 +135,85 @@ static inline void cn_hist_add(struct cn_thread *a, uint64_t ticks)
 }
 
 /* The section: busy work (empty: 0 iterations), or a yield while holding. */
+/*
+ * --work shared: a section's busy work is read-modify-writes of the
+ * protected data, CN_PROT_LINES cache lines taken in turn (a reader of an
+ * rwlock only reads them). The data moves with the lock, so a lock that
+ * passes between CPUs pays for it, as real critical sections do. Each
+ * step is calibrated on one thread with the lines in its cache.
+ */
+#define CN_PROT_LINES 8
+#define CN_PROT_WORDS (CN_PROT_LINES * 8)
+static uint64_t cn_prot[CN_PROT_WORDS] BENCH_ALIGNED;
+static bool cn_shared;
+static double cn_prot_steps_per_ns = 1.0;
+
+static inline uint32_t cn_prot_index(uint32_t i)
+{
+	return (i % CN_PROT_LINES) * 8 + (i / CN_PROT_LINES) % 8;
+}
+
+static inline void cn_prot_write(uint32_t steps)
+{
+	volatile uint64_t *p = cn_prot;
+	for (uint32_t i = 0; i < steps; i++)
+		p[cn_prot_index(i)]++;
+}
+
+static inline void cn_prot_read(uint32_t steps)
+{
+	volatile uint64_t *p = cn_prot;
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < steps; i++)
+		sum += p[cn_prot_index(i)];
+	__asm__ volatile("" ::"r"(sum));
+}
+
+static void cn_work_init(void)
+{
+	cn_shared = bench_opt.cn_work_shared;
+	if (!cn_shared)
+		return;
+	const uint32_t n = 1000000;
+	double best = 0;
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = bench_now_ns();
+		cn_prot_write(n);
+		uint64_t dt = bench_now_ns() - t0;
+		double spn = dt ? (double)n / (double)dt : 1.0;
+		if (spn > best)
+			best = spn;
+	}
+	cn_prot_steps_per_ns = best;
+}
+
+/* Loop iterations (or steps) for about ns nanoseconds of section work. */
+static inline uint32_t cn_iters(double ns)
+{
+	if (!cn_shared)
+		return bench_iters(ns);
+	double it = ns * cn_prot_steps_per_ns;
+	return it < 1 ? 1 : (uint32_t)it;
+}
+
+/* The section of a holder that may write the protected data. */
 static inline void cn_section(uint32_t iters, bool yield)
 {
-	bench_work_iters(iters);
+	if (cn_shared)
+		cn_prot_write(iters);
+	else
+		bench_work_iters(iters);
+	if (yield)
+		sched_yield();
+}
+
+/* The section of an rwlock reader: it only reads. */
+static inline void cn_section_rd(uint32_t iters, bool yield)
+{
+	if (cn_shared)
+		cn_prot_read(iters);
+	else
+		bench_work_iters(iters);
 	if (yield)
 		sched_yield();
 }
@@ -168,7 +244,7 @@ static struct cn_thread *cn_run(const struct cn_point *pt, struct cn_common *c, 
 	}
 	memset(th, 0, sizeof(*th) * (size_t)n);
 	static const uint32_t cs_ns[CN_NCS] = {0, 100, 1000, 0};
-	c->iters = cs_ns[pt->cs] ? bench_iters(cs_ns[pt->cs]) : 0;
+	c->iters = cs_ns[pt->cs] ? cn_iters(cs_ns[pt->cs]) : 0;
 	c->yield = pt->cs == CS_YIELD;
 	c->out_iters = bench_opt.cn_outside_ns > 0 ? bench_iters(bench_opt.cn_outside_ns) : 0;
 	c->stop = 0;
@@ -626,6 +702,7 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	cn_tpts[cn_ntpts++] = top;
 	cn_tty = isatty(STDERR_FILENO);
 	cn_calibrate_ts();
+	cn_work_init();
 #ifdef HAVE_ABSL
 	ursa_bench_absl_setup();
 #endif
@@ -641,6 +718,10 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	       "per run, threads 1..%d, every 16th acquisition timed; load average %.2f %.2f "
 	       "%.2f\n",
 	       rounds, dur, top, la[0], la[1], la[2]);
+	if (cn_shared)
+		printf("   the sections' work: read-modify-writes of %d cache lines of protected data "
+		       "(--work shared; readers only read)\n",
+		       CN_PROT_LINES);
 	if (bench_opt.cn_outside_ns > 0)
 		printf("   every thread does %.0f ns of busy work outside the lock after every "
 		       "operation (--outside)\n",
@@ -648,6 +729,7 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 	if (csv) {
 		fprintf(csv, "contention,-,0,load-average-1min,%.2f,load\n", la[0]);
 		fprintf(csv, "contention,-,0,outside-ns,%.0f,ns\n", bench_opt.cn_outside_ns);
+		fprintf(csv, "contention,-,0,work-shared,%d,flag\n", cn_shared);
 	}
 
 	for (int w = 0; w < CN_NWORK; w++) {

@@ -36,6 +36,7 @@ def main():
     impls = []
     load = None
     outside = 0.0
+    shared = False
     for line in open(args[0]):
         f = line.rstrip("\n").split(",")
         if len(f) != 6 or f[0] != "contention":
@@ -45,6 +46,9 @@ def main():
             continue
         if f[3] == "outside-ns":
             outside = float(f[4])
+            continue
+        if f[3] == "work-shared":
+            shared = f[4] == "1"
             continue
         w, cs, m = f[3].split(":")
         t = int(f[2])
@@ -58,6 +62,8 @@ def main():
     works = [w for w in WORK if any(k[0] == w for k in d)]
     if load:
         print(f"(1-minute load average at the start: {load})\n")
+    if shared:
+        print("(the sections' work: read-modify-writes of 8 cache lines of protected data: --work shared)\n")
     if outside > 0:
         print(f"(every thread does {outside:.0f} ns of work outside the lock after every operation)\n")
     if summary:

@@ -179,7 +179,7 @@ static void *T(rthread)(void *p)
 			if (sample)
 				cn_hist_add(a, cn_ts() - t0);
 			uint64_t d0 = sh->data[0];
-			cn_section(iters, yield);
+			cn_section_rd(iters, yield);
 			torn |= sh->data[1] != d0 || sh->data[2] != d0 || sh->data[3] != d0 ||
 				sh->data[0] != d0;
 			AD(rdunlock)(&sh->l);

@@ -35,7 +35,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ursa-bench [--quick] [--scenario NAME[,NAME...]] [--threads N] [--pin]\n"
 		   "                  [--reps N] [--duration SECONDS] [--csv FILE]\n"
 		   "                  [--workloads W[,W...]] [--sections CS[,CS...]] [--outside NS]\n"
-		   "                  [--help]\n\n"
+		   "                  [--work alu|shared] [--help]\n\n"
 		   "  --quick          every scenario, short runs, 3 repetitions (under a minute)\n"
 		   "  --scenario NAME  run only these scenarios (comma-separated)\n"
 		   "  --threads N      top of the thread axis (default: 2 x CPUs)\n"
@@ -47,6 +47,9 @@ static void usage(FILE *f)
 		   "  --sections CS    contention: only these of empty,100ns,1us,yield\n"
 		   "  --outside NS     contention: NS ns of busy work outside the lock after every\n"
 		   "                   operation (default 0: nothing between the operations)\n"
+		   "  --work KIND      contention: the sections' busy work, alu (default: a\n"
+		   "                   register loop) or shared (read-modify-writes of 8 cache\n"
+		   "                   lines of protected data, which move with the lock)\n"
 		   "                   (contention: default threads 1..32, 5 rounds of 0.3 s;\n"
 		   "                   quick 3 rounds of 0.05 s; plots beside the --csv file)\n\n"
 		   "scenarios:\n");
@@ -238,6 +241,7 @@ int main(int argc, char **argv)
 	    {"workloads", required_argument, NULL, 'W'},
 	    {"sections", required_argument, NULL, 'S'},
 	    {"outside", required_argument, NULL, 'O'},
+	    {"work", required_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -304,6 +308,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'K':
+			if (!strcmp(optarg, "shared")) {
+				bench_opt.cn_work_shared = true;
+			} else if (strcmp(optarg, "alu")) {
+				fprintf(stderr, "ursa-bench: --work wants alu or shared\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
