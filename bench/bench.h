@@ -151,6 +151,7 @@ static inline uint64_t bench_now_ns(void)
  * the code inside or outside a critical section. */
 extern double bench_iters_per_ns;
 void bench_calibrate(void);
+double bench_calibrate_loop(void (*loop)(uint32_t), uint32_t n);
 static inline void bench_work_iters(uint32_t iters)
 {
 	for (uint32_t i = 0; i < iters; i++)

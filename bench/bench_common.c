@@ -29,21 +29,31 @@ void bench_add_impl(struct bench_scenario *s, const char *name, const char *note
 	s->impls[s->nimpls++] = (struct bench_impl){name, note, fn};
 }
 
-/* The work loop's speed: the fastest of a few timings of 2M iterations, so a
- * preemption during calibration does not make every later loop too short. */
-void bench_calibrate(void)
+/* A work loop's speed in iterations per ns: the fastest of a few timings of
+ * n iterations, so a preemption during calibration does not make every later
+ * loop too short. */
+double bench_calibrate_loop(void (*loop)(uint32_t), uint32_t n)
 {
-	const uint32_t n = 2000000;
 	double best = 0;
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = bench_now_ns();
-		bench_work_iters(n);
+		loop(n);
 		uint64_t dt = bench_now_ns() - t0;
 		double ipn = dt ? (double)n / (double)dt : 1.0;
 		if (ipn > best)
 			best = ipn;
 	}
-	bench_iters_per_ns = best;
+	return best;
+}
+
+static void work_loop(uint32_t n)
+{
+	bench_work_iters(n);
+}
+
+void bench_calibrate(void)
+{
+	bench_iters_per_ns = bench_calibrate_loop(work_loop, 2000000);
 }
 
 void bench_pin_self(int i)

@@ -160,6 +160,11 @@ static inline void cn_prot_write(uint32_t steps)
 		p[cn_prot_index(i)]++;
 }
 
+static void cn_prot_write_loop(uint32_t steps)
+{
+	cn_prot_write(steps);
+}
+
 static inline void cn_prot_read(uint32_t steps)
 {
 	volatile uint64_t *p = cn_prot;
@@ -172,19 +177,8 @@ static inline void cn_prot_read(uint32_t steps)
 static void cn_work_init(void)
 {
 	cn_shared = bench_opt.cn_work_shared;
-	if (!cn_shared)
-		return;
-	const uint32_t n = 1000000;
-	double best = 0;
-	for (int i = 0; i < 5; i++) {
-		uint64_t t0 = bench_now_ns();
-		cn_prot_write(n);
-		uint64_t dt = bench_now_ns() - t0;
-		double spn = dt ? (double)n / (double)dt : 1.0;
-		if (spn > best)
-			best = spn;
-	}
-	cn_prot_steps_per_ns = best;
+	if (cn_shared)
+		cn_prot_steps_per_ns = bench_calibrate_loop(cn_prot_write_loop, 1000000);
 }
 
 /* Loop iterations (or steps) for about ns nanoseconds of section work. */
