@@ -157,10 +157,16 @@ static inline void bench_work_iters(uint32_t iters)
 	for (uint32_t i = 0; i < iters; i++)
 		__asm__ volatile("" ::: "memory");
 }
+/* Iterations of a loop that runs per_ns of them a nanosecond, for about
+ * ns nanoseconds (at least 1). */
+static inline uint32_t bench_iters_at(double ns, double per_ns)
+{
+	double it = ns * per_ns;
+	return it < 1 ? 1 : (uint32_t)it;
+}
 static inline uint32_t bench_iters(double ns)
 {
-	double it = ns * bench_iters_per_ns;
-	return it < 1 ? 1 : (uint32_t)it;
+	return bench_iters_at(ns, bench_iters_per_ns);
 }
 
 static inline void bench_pause(void)

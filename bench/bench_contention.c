@@ -5,8 +5,11 @@
  * Workloads: mutex; rwlock with 5% and 50% writes; a semaphore of count 1
  * (wait, section, post); a condition-variable producer/consumer queue.
  * Critical sections: empty, ~100 ns and ~1 us of calibrated busy work, and
- * one whose holder calls sched_yield(). Threads 1, 2, 4, ... 32 (the top is
- * --threads). Implementations: glibc, ursa, nsync, ck (spinlocks), absl.
+ * one whose holder calls sched_yield(). The busy work is a register loop,
+ * or with --work shared read-modify-writes of protected data; --outside
+ * adds busy work after every operation, outside the lock. Threads 1, 2,
+ * 4, ... 32 (the top is --threads). Implementations: glibc, ursa, nsync,
+ * ck (spinlocks), absl.
  *
  * Every point is measured in rounds; each round runs every implementation
  * once, the order reversed every other round (A B C .. C B A ..), so a
@@ -134,8 +137,9 @@ static inline void cn_hist_add(struct cn_thread *a, uint64_t ticks)
 	a->hist[cn_bucket(ticks)]++;
 }
 
-/* The section: busy work (empty: 0 iterations), or a yield while holding. */
 /*
+ * The section: busy work (empty: 0 iterations), or a yield while holding.
+ *
  * --work shared: a section's busy work is read-modify-writes of the
  * protected data, CN_PROT_LINES cache lines taken in turn (a reader of an
  * rwlock only reads them). The data moves with the lock, so a lock that
@@ -184,10 +188,7 @@ static void cn_work_init(void)
 /* Loop iterations (or steps) for about ns nanoseconds of section work. */
 static inline uint32_t cn_iters(double ns)
 {
-	if (!cn_shared)
-		return bench_iters(ns);
-	double it = ns * cn_prot_steps_per_ns;
-	return it < 1 ? 1 : (uint32_t)it;
+	return cn_shared ? bench_iters_at(ns, cn_prot_steps_per_ns) : bench_iters(ns);
 }
 
 /* The section of a holder that may write the protected data. */
