@@ -385,29 +385,33 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 /* We released the mutex with a woken waiter on its way (WOKEN). A thread
  * that keeps re-taking the mutex, on a CPU the woken waiter is queued for,
  * starves it: once this thread has released so for URSA_TURN_NS, it yields
- * the CPU (top of the file, "Turns"). m_turn_since is when it first looked
+ * the CPU (top of the file, "Turns"). m_turn.since is when it first looked
  * in this run of such releases (0: not timing); a release that finds no
  * woken waiter ends the run (m_turn_stop). An uncontended release (the
- * inline fast path) does not: the next run may then yield once early. */
-static __thread unsigned m_woken_releases;
-static __thread uint64_t m_turn_since;
+ * inline fast path) does not: the next run may then yield once early.
+ * Initial-exec TLS, as lib/cancel.h's: a contended unlock reaches it, and
+ * the general-dynamic model would make each a call to __tls_get_addr. */
+static __thread struct {
+	unsigned woken_releases;
+	uint64_t since;
+} m_turn __attribute__((tls_model("initial-exec")));
 
 static void m_let_woken_run(void)
 {
-	if (++m_woken_releases % URSA_TURN_LOOK_EVERY)
+	if (++m_turn.woken_releases % URSA_TURN_LOOK_EVERY)
 		return;
 	uint64_t now = ursa__mono_ns();
-	if (!m_turn_since) {
-		m_turn_since = now;
-	} else if (now - m_turn_since >= URSA_TURN_NS) {
-		m_turn_since = 0;
+	if (!m_turn.since) {
+		m_turn.since = now;
+	} else if (now - m_turn.since >= URSA_TURN_NS) {
+		m_turn.since = 0;
 		sched_yield();
 	}
 }
 
 static inline void m_turn_stop(void)
 {
-	m_turn_since = 0;
+	m_turn.since = 0;
 }
 
 int ursa__mutex_unlock_slow(ursa_mutex_t *m)
