@@ -138,8 +138,10 @@ static void *excl_worker(void *arg)
 	int idx = __atomic_fetch_add(&x->ready, 1, __ATOMIC_ACQ_REL);
 	while (__atomic_load_n(&x->ready, __ATOMIC_ACQUIRE) < x->nthreads)
 		sched_yield();
-	/* With want_held, the first worker holds the mutex 5 us at every 4th
-	 * entry, so the others meet it held even where they seldom overlap. */
+	/* With want_held, the first worker, at every 4th entry until enough
+	 * lock calls have met the mutex held, holds it until one more has (at
+	 * most 200 us), yielding meanwhile: the others meet it held even on a
+	 * loaded machine, where they seldom run beside it. */
 	bool holder = x->want_held && idx == 0;
 	long i;
 	for (i = 0; i < x->iters ||
@@ -163,10 +165,13 @@ static void *excl_worker(void *arg)
 		t_excl_enter(&x->check);
 		if ((i & 63) == 0)
 			sched_yield(); /* hold it across a reschedule now and then */
-		if (holder && (i & 3) == 0) {
-			uint64_t until = t_now_ns() + 5000;
-			while (t_now_ns() < until)
-				;
+		if (holder && (i & 3) == 0 &&
+		    __atomic_load_n(&x->found_held, __ATOMIC_RELAXED) < x->want_held) {
+			long seen = __atomic_load_n(&x->found_held, __ATOMIC_RELAXED);
+			uint64_t until = t_now_ns() + 200000;
+			while (__atomic_load_n(&x->found_held, __ATOMIC_RELAXED) == seen &&
+			       t_now_ns() < until)
+				sched_yield();
 		}
 		t_excl_leave(&x->check);
 		cr_assert_eq(ursa_mutex_unlock(&x->m), 0);
