@@ -54,10 +54,32 @@ static inline uint64_t ursa__mono_ns(void)
 /* Longest a bounded wait sleeps before stepping again (lib/mutex.c). */
 #define URSA_HANDED_SLEEP_MS 10
 
-/* Waiter flags in struct ursa_waiter.aux (the mutex; URSA_W_RING also the
- * rwlock's writer). */
+/* Waiter flags in struct ursa_waiter.aux (the mutex; URSA_W_REQ and the
+ * stamp also the semaphore, URSA_W_RING also the rwlock's writer). */
 #define URSA_W_RING 0x1u /* an io_uring waiter (lib/async.c) */
 #define URSA_W_REQ 0x2u  /* this waiter has set the hand-off request */
+#define URSA_W_STAMPED 0x4u /* bits 8-31 hold when it first waited */
+#define URSA_W_STAMP_SHIFT 8
+#define URSA_W_UNIT_SHIFT 16 /* the stamp's unit: 2^16 ns */
+
+/* Waiting time after which a waiter asks for a hand-off (the mutex, the
+ * semaphore): the bound on how long newcomers may overtake it. */
+#define URSA_FAIR_NS 1000000
+
+/* Has this waiter waited URSA_FAIR_NS since the first time it was asked?
+ * (That first call stamps it, in aux; taking or leaving clears
+ * URSA_W_STAMPED.) */
+static inline bool ursa__waited_fair_ns(struct ursa_waiter *w)
+{
+	uint32_t now = (uint32_t)((ursa__mono_ns() >> URSA_W_UNIT_SHIFT) & 0xffffffu);
+	if (!(w->aux & URSA_W_STAMPED)) {
+		w->aux = (w->aux & ((1u << URSA_W_STAMP_SHIFT) - 1)) | URSA_W_STAMPED |
+			 (now << URSA_W_STAMP_SHIFT);
+		return false;
+	}
+	uint32_t since = (now - (w->aux >> URSA_W_STAMP_SHIFT)) & 0xffffffu;
+	return since >= (URSA_FAIR_NS >> URSA_W_UNIT_SHIFT);
+}
 
 /*
  * Adaptive spinning, for waits whose length the object cannot tell (a
@@ -108,6 +130,16 @@ static inline unsigned ursa__spin_learn(unsigned est, int rounds, bool won)
 /* The semaphore's spin before sleeping (lib/sem.c), for the shim's
  * sem_wait too: 0 if it took a unit, -EBUSY (sleep now). */
 URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
+
+/* Turns (lib/mutex.c): how long a thread may keep releasing a mutex, or
+ * posting a semaphore, to a woken waiter that has not run yet before it
+ * yields its CPU, and at which of those releases it looks at the clock.
+ * ursa__let_woken_run: we released with a woken waiter on its way;
+ * ursa__turn_stop: we released with none (or handed off). */
+#define URSA_TURN_NS 1000000
+#define URSA_TURN_LOOK_EVERY 64
+URSA_PRIVATE_FN void ursa__let_woken_run(void);
+URSA_PRIVATE_FN void ursa__turn_stop(void);
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */

@@ -82,19 +82,6 @@
 
 /* Lost races before a ring waiter asks for a hand-off. */
 #define URSA_HANDOFF_AFTER 2
-/* Waiting time after which any waiter asks for a hand-off. */
-#define URSA_FAIR_NS 1000000
-/* How long a thread may keep releasing the mutex to a woken waiter that
- * has not run yet before it yields its CPU, and at which of those releases
- * it looks at the clock ("Turns"). */
-#define URSA_TURN_NS 1000000
-#define URSA_TURN_LOOK_EVERY 64
-
-/* Mutex-private flags in struct ursa_waiter.aux beside URSA_W_RING/REQ;
- * bits 8-31 hold when the waiter first waited, in 2^16 ns units. */
-#define M_W_STAMPED 0x4u
-#define M_W_SHIFT 8
-#define M_W_UNIT_SHIFT 16
 
 _Static_assert(sizeof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4 bytes");
 _Static_assert(_Alignof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4-byte aligned");
@@ -199,7 +186,7 @@ static int mutex_take(void *obj, struct ursa_waiter *w)
 			break;
 	}
 	w->registered = 0;
-	w->aux &= ~(URSA_W_REQ | M_W_STAMPED);
+	w->aux &= ~(URSA_W_REQ | URSA_W_STAMPED);
 	return 0;
 }
 
@@ -208,13 +195,7 @@ static bool m_wants_handoff(struct ursa_waiter *w)
 {
 	if ((w->aux & URSA_W_RING) && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 		return true;
-	uint32_t now = (uint32_t)((ursa__mono_ns() >> M_W_UNIT_SHIFT) & 0xffffffu);
-	if (!(w->aux & M_W_STAMPED)) {
-		w->aux = (w->aux & ((1u << M_W_SHIFT) - 1)) | M_W_STAMPED | (now << M_W_SHIFT);
-		return false;
-	}
-	uint32_t since = (now - (w->aux >> M_W_SHIFT)) & 0xffffffu;
-	return since >= (URSA_FAIR_NS >> M_W_UNIT_SHIFT);
+	return ursa__waited_fair_ns(w);
 }
 
 static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
@@ -280,7 +261,7 @@ static int mutex_abandon(void *obj, struct ursa_waiter *w)
 		n = m_tidy((v - M_CNT_ONE) & ~(requester ? M_REQ : 0));
 	while (!cas_acqrel(&m->__word, &v, n));
 	w->registered = 0;
-	w->aux &= ~(URSA_W_REQ | M_W_STAMPED);
+	w->aux &= ~(URSA_W_REQ | URSA_W_STAMPED);
 	/* A hand-off kept for us, or for nobody: take it back. */
 	if ((n & M_HANDED) && (requester || !(n & M_CNT)))
 		m_take_back(m, true);
@@ -382,36 +363,37 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 	return -EBUSY;
 }
 
-/* We released the mutex with a woken waiter on its way (WOKEN). A thread
- * that keeps re-taking the mutex, on a CPU the woken waiter is queued for,
- * starves it: once this thread has released so for URSA_TURN_NS, it yields
- * the CPU (top of the file, "Turns"). m_turn.since is when it first looked
- * in this run of such releases (0: not timing); a release that finds no
- * woken waiter ends the run (m_turn_stop). An uncontended release (the
- * inline fast path) does not: the next run may then yield once early.
- * Initial-exec TLS, as lib/cancel.h's: a contended unlock reaches it, and
- * the general-dynamic model would make each a call to __tls_get_addr. */
+/* We released the mutex (or posted a semaphore) with a woken waiter on its
+ * way (WOKEN). A thread that keeps re-taking it, on a CPU the woken waiter
+ * is queued for, starves it: once this thread has released so for
+ * URSA_TURN_NS, it yields the CPU (top of the file, "Turns").
+ * ursa__turn.since is when it first looked in this run of such releases
+ * (0: not timing); a release that finds no woken waiter ends the run
+ * (ursa__turn_stop). An uncontended release (the inline fast path) does
+ * not: the next run may then yield once early. Initial-exec TLS, as
+ * lib/cancel.h's: a contended unlock reaches it, and the general-dynamic
+ * model would make each a call to __tls_get_addr. */
 static __thread struct {
 	unsigned woken_releases;
 	uint64_t since;
-} m_turn __attribute__((tls_model("initial-exec")));
+} ursa__turn __attribute__((tls_model("initial-exec")));
 
-static void m_let_woken_run(void)
+void ursa__let_woken_run(void)
 {
-	if (++m_turn.woken_releases % URSA_TURN_LOOK_EVERY)
+	if (++ursa__turn.woken_releases % URSA_TURN_LOOK_EVERY)
 		return;
 	uint64_t now = ursa__mono_ns();
-	if (!m_turn.since) {
-		m_turn.since = now;
-	} else if (now - m_turn.since >= URSA_TURN_NS) {
-		m_turn.since = 0;
+	if (!ursa__turn.since) {
+		ursa__turn.since = now;
+	} else if (now - ursa__turn.since >= URSA_TURN_NS) {
+		ursa__turn.since = 0;
 		sched_yield();
 	}
 }
 
-static inline void m_turn_stop(void)
+void ursa__turn_stop(void)
 {
-	m_turn.since = 0;
+	ursa__turn.since = 0;
 }
 
 int ursa__mutex_unlock_slow(ursa_mutex_t *m)
@@ -430,7 +412,7 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
 			URSA_TRACE(mutex_handoff, m);
-			m_turn_stop();
+			ursa__turn_stop();
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false); /* unless a registered waiter will claim it */
 			return 0;
@@ -440,15 +422,15 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			if (!cas_rel(&m->__word, &v, n))
 				continue;
 			if (m_wake_designated(m, sh))
-				m_let_woken_run();
+				ursa__let_woken_run();
 			return 0;
 		}
 		/* Nobody asleep, or the woken waiter has not run yet. */
 		if (cas_rel(&m->__word, &v, n)) {
 			if (n & M_WOKEN)
-				m_let_woken_run();
+				ursa__let_woken_run();
 			else
-				m_turn_stop();
+				ursa__turn_stop();
 			return 0;
 		}
 	}
