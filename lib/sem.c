@@ -4,54 +4,89 @@
  *
  * Two words:
  *
- *   __value    the count, 0..URSA_SEM_VALUE_MAX; also the futex word.
+ *   __value    the free units, 0..URSA_SEM_VALUE_MAX; also the futex word.
  *              Waiters sleep while it is 0.
  *   __waiters  bit 31 SHARED (constant after init); bits 27-30 the spin
  *              hint (lib/internal.h: how long a waiter spins before it
- *              registers); bits 0-26 the number of registered waiters:
- *              blocked threads, ring waiters (lib/async.c) and wait-any
- *              callers (lib/wait_any.c) that may be asleep on __value or
- *              about to be.
+ *              registers); bit 26 WOKEN (a woken waiter has not stepped
+ *              yet); bit 25 HANDED (one unit, not in __value, kept for a
+ *              waiter that has slept); bit 24 REQ (a waiter that has waited
+ *              URSA_FAIR_NS asks for a hand-off); bits 0-23 the number of
+ *              registered waiters: blocked threads, ring waiters
+ *              (lib/async.c) and wait-any callers (lib/wait_any.c) that
+ *              may be asleep on __value or about to be.
  *
  * Transitions:
  *
- *   trywait / take:  value > 0: CAS value -> value - 1. No syscall.
- *   post:            CAS value -> value + 1 (seq_cst; -EOVERFLOW at the
- *                    maximum, unchanged), then load waiters (seq_cst): if
- *                    the count is non-zero, futex wake 1.
- *   step (waiter):   take if it can; else register (waiters++, seq_cst),
- *                    load value (seq_cst) and take if it now can; else WAIT
- *                    on (&value, 0). A step that takes deregisters.
- *   abandon:         deregister (waiters--); then, if value > 0 and other
- *                    waiters remain, wake 1 (see "pass-on" below).
+ *   trywait / take:  value > 0: CAS value -> value - 1. No syscall. A
+ *                    registered waiter that takes then deregisters.
+ *   post:            REQ (and no unit free, no hand-off pending): CAS
+ *                    __waiters REQ -> HANDED | WOKEN, and wake one unless
+ *                    WOKEN was set (a woken waiter on its way claims it).
+ *                    Else CAS value -> value + 1 (seq_cst; -EOVERFLOW at
+ *                    the maximum, unchanged), then load __waiters
+ *                    (seq_cst): waiters registered and not WOKEN: set
+ *                    WOKEN, wake one (the designated waker).
+ *   step (waiter):   take from value if it can; else, once it has slept,
+ *                    claim HANDED if set (deregistering and clearing WOKEN
+ *                    in the same CAS); else register (count + 1) and, once
+ *                    it has slept, clear WOKEN (it may be the woken one),
+ *                    and set REQ once it has waited URSA_FAIR_NS, in one
+ *                    seq_cst CAS; load value (seq_cst), take if it can,
+ *                    else WAIT on (&value, 0).
+ *   leave:           deregister (count - 1) in one CAS, which also clears
+ *                    WOKEN once the waiter has slept, its own REQ, and,
+ *                    when it was the last registered waiter, HANDED (the
+ *                    unit goes back to value: "take-back").
+ *   pass-on:         a waiter that has slept and leaves (took a unit,
+ *                    claimed, gave up) may have been the woken one, or
+ *                    have consumed a wake: a hand-off still pending, or
+ *                    units in value with others registered, get a
+ *                    designated wake from it.
+ *   take-back:       the designated wake found nobody asleep: clear WOKEN,
+ *                    and HANDED if still set, putting that unit in value;
+ *                    then, units free and waiters registered: wake one
+ *                    plainly (posts that saw WOKEN did not wake).
+ *   count 0:         WOKEN and REQ are cleared; HANDED is taken back.
  *
- * Why no wakeup is lost (Dekker): the waiter does W1 = "waiters++" then
- * R1 = "load value"; the poster does W2 = "value++" then R2 = "load
- * waiters", all four seq_cst, so they sit in one total order. If R2 misses
- * W1 (R2 before W1), then W2 < R2 < W1 < R1 and R1 sees the post; if R1
- * misses W2, then W1 < R1 < W2 < R2 and the poster sees the waiter and
- * wakes. Between R1 and the sleep, the kernel compares __value with 0
- * under the futex bucket lock: a post that lands in between makes the
- * sleep return -EAGAIN, one that comes after finds the waiter queued.
- * So a waiter only ever sleeps on a count of 0 that every later post
- * knows to wake, and each post wakes one sleeper; a woken sleeper always
- * steps again, and either takes a unit or finds that someone else (a
- * trywait, a spinning waiter) took it — the unit was consumed, not lost.
+ * Why no wakeup is lost. The Dekker pair: the waiter does W1 = "register"
+ * then R1 = "load value"; the poster does W2 = "value++" then R2 = "load
+ * __waiters", all four seq_cst, so they sit in one total order. If R2
+ * misses W1, then R1 sees the post; if R1 misses W2, the poster sees the
+ * waiter. Between R1 and the sleep, the kernel compares __value with 0
+ * under the futex bucket lock, so a post either makes the sleep return
+ * -EAGAIN or finds the sleeper queued. Invariant: every waiter asleep on
+ * __value with units free or handed is seen to by WOKEN (the woken waiter
+ * will step: take, claim or pass on when it leaves), or by a poster or
+ * leaver between its CAS and its wake; a wake that finds nobody asleep
+ * takes WOKEN (and HANDED) back and looks again. A woken sleeper always
+ * steps or leaves: the unit it was woken for is consumed, or passed on.
  *
- * Pass-on: a sleeper may be woken and then not step to take — a timed-out
+ * Pass-on covers sleepers woken that do not step to take — a timed-out
  * wait (ursa__block steps once more, but a post may land after that
  * step), a cancelled ring wait whose CQE still said "woken", a wait-any
  * that was woken here but took another object, or an old kernel's WAITV
- * that let one wait-any consume wakes on several entries. The post's wake
- * was then spent on a waiter that leaves with the unit still in __value,
- * and the other sleepers would sleep on although value > 0. So abandon
- * looks, after deregistering: value > 0 with waiters left means one of
- * them may be stranded; wake one. At worst the wake is spurious (the woken
- * waiter steps, finds 0 or takes, and that is all).
+ * that let one wait-any consume wakes on several entries.
  *
- * Overflow: posts stop at URSA_SEM_VALUE_MAX (2^31 - 1), so value never
- * wraps; the waiter count has 27 bits (134 million) and every waiter is a
- * thread or an in-flight operation, far fewer.
+ * Fairness (include/ursa/sem.h). With one wake in flight a sleeper gets a
+ * chance only when the woken waiter before it has stepped, while threads
+ * that keep posting and waiting take the units from value; a waiter could
+ * starve. So a waiter that has waited URSA_FAIR_NS (1 ms) sets REQ when it
+ * steps, and the next post hands its unit to the woken waiter instead:
+ * HANDED is invisible to trywait, the spin and waiters that have not
+ * slept (newcomers cannot barge), and the kernel's futex queue is FIFO,
+ * so the woken waiter is the longest asleep. Each hand-off serves one
+ * sleeper; a requester that goes back to sleep is served within one turn
+ * of the queue after its request.
+ *
+ * Limits: a registered waiter that vanishes without leaving (its process
+ * killed, its ring torn down with the wait in flight) leaves the count
+ * raised (destroy says -EBUSY), and if it was the woken one, posts do not
+ * wake: blocked threads that sleep while WOKEN or HANDED is set bound that
+ * sleep (URSA_HANDED_SLEEP_MS), then step and take its place. Hand-offs
+ * happen only with value 0, so value + HANDED stays within
+ * URSA_SEM_VALUE_MAX unless 2^31 posts land between a poster's look at
+ * value and its hand-off.
  */
 #include "lib/internal.h"
 #include "lib/trace.h"
@@ -59,7 +94,10 @@
 #define S_SHARED 0x80000000u
 #define S_EST 0x78000000u /* bits 27-30: the spin hint (lib/internal.h) */
 #define S_EST_SHIFT 27
-#define S_COUNT 0x07ffffffu
+#define S_WOKEN 0x04000000u  /* bit 26: a woken waiter has not stepped yet */
+#define S_HANDED 0x02000000u /* bit 25: one unit kept for a slept waiter */
+#define S_REQ 0x01000000u    /* bit 24: a waiter asks for a hand-off */
+#define S_COUNT 0x00ffffffu  /* bits 0-23: registered waiters */
 
 _Static_assert(sizeof(ursa_sem_t) == 8, "ursa_sem_t must be 8 bytes");
 _Static_assert(_Alignof(ursa_sem_t) == 4, "ursa_sem_t must be 4-byte aligned");
@@ -83,20 +121,86 @@ int ursa_sem_destroy(ursa_sem_t *s)
 {
 	if (!s)
 		return -EINVAL;
-	return (ld_acquire(&s->__waiters) & S_COUNT) ? -EBUSY : 0;
+	return (ld_acquire(&s->__waiters) & (S_COUNT | S_HANDED)) ? -EBUSY : 0;
 }
 
 int ursa_sem_value(ursa_sem_t *s)
 {
 	if (!s)
 		return -EINVAL;
+	/* A unit being handed to a waiter is that waiter's already (as
+	 * POSIX's sem_post gives a unit to a blocked waiter): not counted,
+	 * as trywait cannot take it. */
 	return (int)ld_relaxed(&s->__value);
+}
+
+static void s_take_back(ursa_sem_t *s);
+
+/* Waiters are registered and a unit is free or handed: unless a woken
+ * waiter is on its way (WOKEN: it will step, and pass on what it does not
+ * take), set WOKEN and wake one; if that wake finds nobody asleep, take
+ * back. w: a recent load of __waiters. */
+static void s_wake_one(ursa_sem_t *s, uint32_t w)
+{
+	do {
+		if (!(w & S_COUNT) || (w & S_WOKEN))
+			return;
+	} while (!cas_seqcst(&s->__waiters, &w, w | S_WOKEN));
+	if (ursa_k_futex_wake(&s->__value, 1, w & S_SHARED) == 0)
+		s_take_back(s);
+}
+
+/* Put a unit that left __waiters into value, and wake as post does. */
+static void s_give_back(ursa_sem_t *s)
+{
+	__atomic_fetch_add(&s->__value, 1, __ATOMIC_SEQ_CST);
+	uint32_t w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
+	if (w & S_COUNT)
+		s_wake_one(s, w);
+}
+
+/* Our designated wake found nobody asleep: the registered waiters are on
+ * their way to take or to sleep, and none of them will clear WOKEN for
+ * us. Clear it, and put a pending hand-off back into value (its claimer
+ * would have been the one we woke). Posts that saw WOKEN did not wake:
+ * units free and waiters registered get one plain wake. */
+static void s_take_back(ursa_sem_t *s)
+{
+	uint32_t w = ld_relaxed(&s->__waiters);
+	while (!cas_seqcst(&s->__waiters, &w, w & ~(S_WOKEN | S_HANDED)))
+		;
+	if (w & S_HANDED)
+		__atomic_fetch_add(&s->__value, 1, __ATOMIC_SEQ_CST);
+	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
+	if ((w & S_COUNT) && __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0)
+		ursa_k_futex_wake(&s->__value, 1, w & S_SHARED);
+}
+
+/* A waiter asked for a hand-off: keep this post's unit for the woken
+ * waiter (HANDED). False: no request, or a unit is free or already handed
+ * (post into value). w: a recent load of __waiters. */
+static bool s_hand_off(ursa_sem_t *s, uint32_t w)
+{
+	if (ld_relaxed(&s->__value) != 0)
+		return false;
+	do {
+		if ((w & (S_REQ | S_HANDED)) != S_REQ || !(w & S_COUNT))
+			return false;
+	} while (!cas_seqcst(&s->__waiters, &w, (w & ~S_REQ) | S_HANDED | S_WOKEN));
+	if (!(w & S_WOKEN) && ursa_k_futex_wake(&s->__value, 1, w & S_SHARED) == 0)
+		s_take_back(s);
+	return true;
 }
 
 int ursa_sem_post(ursa_sem_t *s)
 {
 	if (!s)
 		return -EINVAL;
+	uint32_t w = ld_relaxed(&s->__waiters);
+	if (unlikely(w & S_REQ) && s_hand_off(s, w)) {
+		ursa__turn_stop();
+		return 0;
+	}
 	uint32_t v = ld_relaxed(&s->__value);
 	do {
 		if (v >= URSA_SEM_VALUE_MAX)
@@ -104,18 +208,76 @@ int ursa_sem_post(ursa_sem_t *s)
 	} while (!cas_seqcst(&s->__value, &v, v + 1));
 	/* seq_cst after the seq_cst CAS: the Dekker pair with the waiter's
 	 * registration (see the top of this file). */
-	uint32_t w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
-	if (w & S_COUNT)
-		ursa_k_futex_wake(&s->__value, 1, w & S_SHARED);
+	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
+	if (!(w & S_COUNT)) {
+		ursa__turn_stop();
+		return 0;
+	}
+	/* Waiters: wake one, or a woken one is on its way; either way,
+	 * after a while of this, let it run (lib/mutex.c, "Turns"). */
+	s_wake_one(s, w);
+	ursa__let_woken_run();
 	return 0;
 }
 
-static void sem_deregister(ursa_sem_t *s, struct ursa_waiter *w)
+/* __waiters v after w deregisters (count - 1): it clears WOKEN once it has
+ * slept (it may be the woken one) and its own REQ; with nobody left
+ * registered WOKEN and REQ go, and HANDED (the caller gives it back). */
+static inline uint32_t s_left(uint32_t v, const struct ursa_waiter *w)
 {
-	if (w->registered) {
-		w->registered = 0;
-		__atomic_fetch_sub(&s->__waiters, 1, __ATOMIC_RELAXED);
-	}
+	uint32_t n = v - 1;
+	if (w->slept)
+		n &= ~S_WOKEN;
+	if (w->aux & URSA_W_REQ)
+		n &= ~S_REQ;
+	return (n & S_COUNT) ? n : n & ~(S_WOKEN | S_REQ | S_HANDED);
+}
+
+static inline void s_forget(struct ursa_waiter *w)
+{
+	w->registered = 0;
+	w->aux &= ~(URSA_W_REQ | URSA_W_STAMPED);
+}
+
+/* Deregister w (seq_cst: loads of value after it see every post that saw
+ * WOKEN set). A hand-off left with nobody to claim it goes back into
+ * value. Returns the new __waiters. */
+static uint32_t s_leave(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	uint32_t v = ld_relaxed(&s->__waiters), n;
+	do
+		n = s_left(v, w);
+	while (!cas_seqcst(&s->__waiters, &v, n));
+	s_forget(w);
+	if ((v & S_HANDED) && !(n & S_HANDED))
+		s_give_back(s);
+	return n;
+}
+
+/* After a waiter that may have consumed a wake (it slept) took a unit,
+ * claimed one or gave up: a hand-off still pending needs a woken waiter;
+ * units free with others registered are passed on (posts that saw its
+ * WOKEN did not wake). left: __waiters after it deregistered. */
+static void s_pass_on(ursa_sem_t *s, uint32_t left)
+{
+	if ((left & S_COUNT) &&
+	    ((left & S_HANDED) || __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0))
+		s_wake_one(s, left);
+}
+
+/* A registered waiter that has slept claims a pending hand-off: the unit
+ * is its own, in the CAS that deregisters it. 0 or -EBUSY (none). */
+static int s_claim(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	uint32_t v = ld_relaxed(&s->__waiters), n;
+	do {
+		if (!(v & S_HANDED))
+			return -EBUSY;
+		n = s_left(v & ~S_HANDED, w);
+	} while (!cas_seqcst(&s->__waiters, &v, n));
+	s_forget(w);
+	s_pass_on(s, n);
+	return 0;
 }
 
 static int sem_take(void *obj, struct ursa_waiter *w)
@@ -124,28 +286,65 @@ static int sem_take(void *obj, struct ursa_waiter *w)
 	uint32_t v = ld_relaxed(&s->__value);
 	while (v > 0) {
 		if (cas_acq(&s->__value, &v, v - 1)) {
-			sem_deregister(s, w);
+			if (w->registered) {
+				uint32_t left = s_leave(s, w);
+				if (w->slept)
+					s_pass_on(s, left);
+			}
 			return 0;
 		}
 	}
+	/* Only a registered waiter that has slept may claim a hand-off:
+	 * newcomers (trywait, the spin, a first step) cannot barge. */
+	if (w->registered && w->slept && s_claim(s, w) == 0)
+		return 0;
 	return -EBUSY;
 }
 
 static int sem_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_sem_t *s = obj;
+	bool asked = false, req = false;
 	for (;;) {
 		if (sem_take(s, w) == 0)
 			return URSA_STEP_DONE;
-		if (w->registered)
-			break;
-		/* Register, then look at the count once more (seq_cst): the
-		 * waiter's half of the Dekker pair. */
+		if (w->registered && !w->slept)
+			break; /* registered in this step; value went back to 0 */
+		if (!asked) {
+			/* The first registration starts the waiter's clock. */
+			req = ursa__waited_fair_ns(w) && w->slept;
+			asked = true;
+		}
+		/* Register, and once we have slept clear WOKEN (we may be the
+		 * woken waiter: posts wake again), and ask for a hand-off, in
+		 * one seq_cst CAS; then look at the count once more (seq_cst):
+		 * the waiter's half of the Dekker pair. A hand-off that comes
+		 * meanwhile is claimed first. */
+		uint32_t v = ld_relaxed(&s->__waiters), n;
+		bool claim = false;
+		do {
+			claim = (v & S_HANDED) && w->registered && w->slept;
+			if (claim)
+				break;
+			n = v + (w->registered ? 0 : 1);
+			if (w->slept)
+				n &= ~S_WOKEN;
+			if (req && !(v & S_HANDED))
+				n |= S_REQ;
+		} while (!cas_seqcst(&s->__waiters, &v, n));
+		if (claim)
+			continue;
 		w->registered = 1;
-		__atomic_fetch_add(&s->__waiters, 1, __ATOMIC_SEQ_CST);
+		if ((n & S_REQ) && !(v & S_REQ))
+			w->aux |= URSA_W_REQ;
 		if (__atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) == 0)
 			break;
 	}
+	/* A blocked thread bounds a sleep that waits on someone else's turn
+	 * (the woken waiter, a hand-off's claimer): if that one vanished, it
+	 * steps and takes its place. */
+	out->bound_us =
+		(ld_relaxed(&s->__waiters) & (S_WOKEN | S_HANDED)) ? URSA_HANDED_SLEEP_MS * 1000u : 0;
 	out->addr = &s->__value;
 	out->val = 0;
 	out->shared = s_shared(s);
@@ -157,13 +356,10 @@ static int sem_abandon(void *obj, struct ursa_waiter *w)
 	ursa_sem_t *s = obj;
 	if (!w->registered)
 		return 0;
-	/* seq_cst: ordered before the loads below, so that a post we do not
-	 * see in __value sees us gone (and wakes someone else itself). */
-	w->registered = 0;
-	uint32_t left = __atomic_sub_fetch(&s->__waiters, 1, __ATOMIC_SEQ_CST);
+	uint32_t left = s_leave(s, w);
 	/* Pass on a wake this waiter may have consumed (top of the file). */
-	if ((left & S_COUNT) && __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0)
-		ursa_k_futex_wake(&s->__value, 1, left & S_SHARED);
+	if (w->slept)
+		s_pass_on(s, left);
 	return 0;
 }
 

@@ -50,7 +50,17 @@ rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=2 -DBREAK=1	mustfail
 cond	-DNCONS=2 -DNPROD=2	ok
 cond	-DNCONS=2 -DNPROD=2 -DBREAK=1	mustfail
 cond	-DNCONS=2 -DNPROD=2 -DBREAK=2	mustfail
-sem	-DNWAITERS=3	ok
+sem	-DNWAITERS=2	ok
+sem	-DNWAITERS=2 -DNO_RING	ok
+sem	-DNWAITERS=2 -DBREAK=1	mustfail
+sem	-DNWAITERS=2 -DBREAK=2	mustfail
+sem	-DNWAITERS=2 -DBREAK=3	mustfail
+sem	-DNWAITERS=2 -DBREAK=4	mustfail
+sem	-DNWAITERS=2 -DBREAK=5	mustfail
+sem	-DNWAITERS=2 -DBREAK=6	mustfail
+sem	-DNWAITERS=2 -DREACH=1	mustfail
+sem	-DNWAITERS=2 -DREACH=2	mustfail
+sem	-DNWAITERS=2 -DREACH=4	mustfail
 event	-DAUTO -DNW=3	ok
 event	-DNW=3	ok
 waitq	-DNSLOT=2 -DNTGT=2	ok
@@ -65,6 +75,9 @@ mutex	-DNLOCKERS=3 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=1 -DNITER=3	ok
 rwlock	-DNWRITERS=2 -DNREADERS=2 -DNITER=1	ok
 cond	-DNCONS=3 -DNPROD=3	ok
+sem	-DNWAITERS=3 -DNO_STOP	ok
+sem	-DNWAITERS=3	ok
+sem	-DNWAITERS=3 -DNO_RING	ok
 event	-DAUTO -DNW=4	ok
 waitq	-DNSLOT=2 -DNTGT=3	ok
 '

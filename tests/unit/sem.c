@@ -364,3 +364,447 @@ Test(sem, processes_shared)
 	cr_assert_eq(ursa_sem_destroy(&c->b), 0);
 	t_shared_free(c, sizeof(*c));
 }
+
+/* ---- the fair hand-off (lib/sem.c, "Fairness") ------------------------
+ *
+ * A semaphore of count 1 used as a lock by two hogs: one waits and posts
+ * in a loop, and every 64th time holds the unit for 2 ms (longer than
+ * URSA_FAIR_NS) and on posting takes it straight back; the other barges
+ * (trywait in a loop: a newcomer that never sleeps). Both yield while
+ * they hold it (a holder preempted). A waiter that slept through the long
+ * hold is woken by its post, finds the unit taken again and goes back to
+ * sleep asking for a hand-off (REQ); the next post keeps its unit in
+ * HANDED for the woken waiter, where trywait and the spin cannot take it.
+ * Each test adds waiters of one kind — a plain sleeper, timed waits with
+ * deadlines of microseconds, ring waits that are cancelled, wait-any over
+ * a second semaphore — and checks what must hold whatever the
+ * interleaving: exclusion, every thread done, and at the end the one unit
+ * back in __value with nothing registered, woken, requested or handed (no
+ * unit, wake or registration leaked). Whether a hand-off happens is still
+ * up to the scheduler: each poster looks at __waiters just after its
+ * post, and a watcher thread polls it, for HANDED; the sleeper adds rounds
+ * (bounded) until they saw HAND_MIN hand-offs, and each test asserts they
+ * saw one, so a change that makes the hand-off unreachable fails instead
+ * of passing untested. (Without the long hold, the waiters often settle
+ * into taking turns and nobody waits 1 ms: 1 run in 10 saw no hand-off in
+ * 40000 rounds.)
+ */
+
+#define SEM_WOKEN  0x04000000u
+#define SEM_HANDED 0x02000000u
+#define SEM_REQ	   0x01000000u
+#define SEM_COUNT  0x00ffffffu
+
+#define HAND_MIN 10
+
+struct hand {
+	ursa_sem_t s;
+	struct t_excl x;
+	atomic_int stop;	  /* hogs and watcher: finish */
+	atomic_long entries;	  /* units taken, all threads */
+	atomic_long handed_post;  /* posts just after which HANDED was set */
+	atomic_long handed_watch; /* HANDED set, as the watcher saw it */
+	atomic_long hog_rounds;
+	atomic_long errors; /* a wait or post that failed, in a thread */
+	atomic_int hogs_done;
+	pthread_t t[3]; /* waiting hog, barging hog, watcher */
+};
+
+static long hand_seen(struct hand *h)
+{
+	return atomic_load(&h->handed_post) + atomic_load(&h->handed_watch);
+}
+
+static bool hand_stopping(struct hand *h)
+{
+	return atomic_load_explicit(&h->stop, memory_order_relaxed);
+}
+
+static void hand_error(struct hand *h)
+{
+	atomic_fetch_add(&h->errors, 1);
+}
+
+/* Holding the unit: the exclusion check, and a section that yields, or
+ * (long) lasts 2 ms, longer than URSA_FAIR_NS. */
+static void hand_section(struct hand *h, bool long_)
+{
+	t_excl_enter(&h->x);
+	t_excl_write(&h->x);
+	for (volatile int k = 0; k < 200; k++)
+		;
+	uint64_t t0 = t_now_ns();
+	do
+		sched_yield();
+	while (long_ && t_now_ns() - t0 < 2000000);
+	t_excl_leave(&h->x);
+	atomic_fetch_add_explicit(&h->entries, 1, memory_order_relaxed);
+}
+
+/* After a wait that returned r: 0, the section and the post (noting a
+ * hand-off pending just after it); else count an error. */
+static bool hand_held_long(struct hand *h, int r, bool long_)
+{
+	if (r != 0) {
+		hand_error(h);
+		return false;
+	}
+	hand_section(h, long_);
+	if (ursa_sem_post(&h->s) != 0)
+		hand_error(h);
+	if (__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_HANDED)
+		atomic_fetch_add_explicit(&h->handed_post, 1, memory_order_relaxed);
+	return true;
+}
+
+static bool hand_held(struct hand *h, int r)
+{
+	return hand_held_long(h, r, false);
+}
+
+static void *hand_hog(void *arg)
+{
+	struct hand *h = arg;
+	for (long i = 1; !hand_stopping(h); i++) {
+		if (!hand_held_long(h, ursa_sem_wait(&h->s), i % 64 == 0))
+			break;
+		atomic_fetch_add_explicit(&h->hog_rounds, 1, memory_order_relaxed);
+	}
+	atomic_fetch_add(&h->hogs_done, 1);
+	return NULL;
+}
+
+static void *hand_barger(void *arg)
+{
+	struct hand *h = arg;
+	for (;;) {
+		int r = -EBUSY;
+		for (int k = 1; r != 0 && !hand_stopping(h); k++)
+			if ((r = ursa_sem_trywait(&h->s)) != 0 && (k & 1023) == 0)
+				sched_yield();
+		if (r != 0 || !hand_held(h, r))
+			break;
+		atomic_fetch_add_explicit(&h->hog_rounds, 1, memory_order_relaxed);
+	}
+	atomic_fetch_add(&h->hogs_done, 1);
+	return NULL;
+}
+
+static void *hand_watcher(void *arg)
+{
+	struct hand *h = arg;
+	bool was = false;
+	for (unsigned i = 0; !hand_stopping(h); i++) {
+		bool now = __atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_HANDED;
+		if (now && !was)
+			atomic_fetch_add_explicit(&h->handed_watch, 1, memory_order_relaxed);
+		was = now;
+		if ((i & 63) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* A new fixture (count 1, flags), its hogs and watcher running. */
+static struct hand *hand_start(unsigned flags)
+{
+	static struct hand h;
+	memset(&h, 0, sizeof(h));
+	cr_assert_eq(ursa_sem_init(&h.s, 1, flags), 0);
+	cr_assert_eq(pthread_create(&h.t[0], NULL, hand_hog, &h), 0);
+	cr_assert_eq(pthread_create(&h.t[1], NULL, hand_barger, &h), 0);
+	cr_assert_eq(pthread_create(&h.t[2], NULL, hand_watcher, &h), 0);
+	while (atomic_load(&h.hog_rounds) < 100)
+		sched_yield(); /* the hogs are running */
+	return &h;
+}
+
+/* Stop the hogs and the watcher, join them, and check what must hold. */
+static void hand_finish(struct hand *h)
+{
+	atomic_store(&h->stop, 1);
+	t_join_all(h->t, 3);
+	cr_assert_eq(atomic_load(&h->hogs_done), 2, "every hog finished");
+	cr_assert_eq(atomic_load(&h->errors), 0, "a wait or post failed");
+	t_excl_check(&h->x, atomic_load(&h->entries));
+	uint32_t w = __atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED);
+	cr_assert_eq(ursa_sem_value(&h->s), 1, "the one unit conserved (__waiters %#x)", w);
+	cr_assert_eq(ursa_sem_destroy(&h->s), 0, "left registered or handed (__waiters %#x)", w);
+	cr_assert_eq(w & (SEM_WOKEN | SEM_HANDED | SEM_REQ | SEM_COUNT), 0,
+		     "nothing woken, handed, requested or registered: __waiters %#x", w);
+	/* The unit is in __value (a newcomer takes it), not handed. */
+	cr_assert_eq(ursa_sem_trywait(&h->s), 0);
+	cr_assert_eq(ursa_sem_trywait(&h->s), -EBUSY);
+	cr_assert_eq(ursa_sem_post(&h->s), 0);
+}
+
+static void hand_assert_seen(struct hand *h, long rounds)
+{
+	cr_assert_geq(hand_seen(h), 1,
+		      "hand-off not exercised: HANDED seen after %ld posts and %ld times by the "
+		      "watcher, in %ld rounds of the sleeper",
+		      atomic_load(&h->handed_post), atomic_load(&h->handed_watch), rounds);
+}
+
+/* The sleeper: plain waits, at least min rounds, then more (up to 20
+ * times as many) until the hand-off was seen HAND_MIN times. */
+struct sleeper {
+	struct hand *h;
+	long min, max;
+	long rounds; /* done */
+	pthread_t t;
+};
+
+static void *hand_sleeper(void *arg)
+{
+	struct sleeper *sl = arg;
+	struct hand *h = sl->h;
+	long i;
+	for (i = 0; i < sl->max && (i < sl->min || hand_seen(h) < HAND_MIN); i++)
+		if (!hand_held(h, ursa_sem_wait(&h->s)))
+			break;
+	sl->rounds = i;
+	return NULL;
+}
+
+static void sleeper_start(struct sleeper *sl, struct hand *h, long min)
+{
+	*sl = (struct sleeper){.h = h, .min = t_iters(min), .max = 20 * t_iters(min)};
+	cr_assert_eq(pthread_create(&sl->t, NULL, hand_sleeper, sl), 0);
+}
+
+static void sleeper_join(struct sleeper *sl)
+{
+	cr_assert_eq(pthread_join(sl->t, NULL), 0);
+}
+
+/* After hand_finish (which reports a failed wait first). */
+static void sleeper_check(struct sleeper *sl)
+{
+	cr_assert_geq(sl->rounds, sl->min, "the sleeper did %ld of its %ld rounds", sl->rounds,
+		      sl->min);
+}
+
+Test(sem, handoff_serves_sleeping_waiter_against_hogs)
+{
+	struct hand *h = hand_start(0);
+	struct sleeper sl;
+	sleeper_start(&sl, h, 2000);
+	sleeper_join(&sl);
+	hand_finish(h);
+	sleeper_check(&sl);
+	hand_assert_seen(h, sl.rounds);
+}
+
+/* ---- timed waits that time out among hand-offs ----------------------- */
+
+struct timed {
+	struct hand *h;
+	long min, max;
+	atomic_long ok, ok_slept;	/* took a unit (after sleeping) */
+	atomic_long timeouts, to_slept; /* timed out (after sleeping) */
+	long iters[2];
+};
+
+static bool timed_enough(struct timed *tm)
+{
+	return atomic_load(&tm->ok_slept) >= HAND_MIN && atomic_load(&tm->to_slept) >= HAND_MIN;
+}
+
+static void *hand_timed(void *arg)
+{
+	struct timed *tm = *(struct timed **)arg;
+	static atomic_int ids;
+	int id = atomic_fetch_add(&ids, 1) & 1;
+	struct hand *h = tm->h;
+	long i;
+	for (i = 0; i < tm->max && (i < tm->min || !timed_enough(tm)); i++) {
+		/* Deadlines 0..50 us from now. */
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
+		dl.tv_nsec += ((i * 7 + id * 13) % 51) * 1000;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_nsec -= 1000000000L;
+			dl.tv_sec++;
+		}
+		long sw = t_nvcsw();
+		int r = ursa_sem_timedwait(&h->s, CLOCK_MONOTONIC, &dl);
+		bool slept = t_nvcsw() != sw;
+		if (r == -ETIMEDOUT) {
+			atomic_fetch_add(&tm->timeouts, 1);
+			if (slept)
+				atomic_fetch_add(&tm->to_slept, 1);
+			continue;
+		}
+		if (r == 0) {
+			atomic_fetch_add(&tm->ok, 1);
+			if (slept)
+				atomic_fetch_add(&tm->ok_slept, 1);
+		}
+		if (!hand_held(h, r))
+			break;
+	}
+	tm->iters[id] = i;
+	return NULL;
+}
+
+/* Two threads' timed waits with deadlines 0..50 us away: some time out
+ * after sleeping (a wake or a hand-off meant for them may be passed on),
+ * some take a unit after sleeping. The semaphore is URSA_SHARED here: the
+ * same paths over the shared futex operations. */
+Test(sem, handoff_with_timeouts_conserves_units)
+{
+	struct hand *h = hand_start(URSA_SHARED);
+	struct sleeper sl;
+	static struct timed tm;
+	memset(&tm, 0, sizeof(tm));
+	tm.h = h;
+	tm.min = t_iters(2000);
+	tm.max = 20 * tm.min;
+	struct timed *ptm[2] = {&tm, &tm};
+	pthread_t t[2];
+	t_spawn(t, 2, hand_timed, ptm, sizeof(ptm[0]));
+	sleeper_start(&sl, h, 1000);
+	t_join_all(t, 2);
+	sleeper_join(&sl);
+	hand_finish(h);
+	cr_assert_geq(tm.iters[0], tm.min, "a timed thread did %ld of %ld rounds", tm.iters[0],
+		      tm.min);
+	cr_assert_geq(tm.iters[1], tm.min, "a timed thread did %ld of %ld rounds", tm.iters[1],
+		      tm.min);
+	cr_assert_geq(atomic_load(&tm.to_slept), 1,
+		      "no timed wait timed out after sleeping (%ld timeouts in all)",
+		      atomic_load(&tm.timeouts));
+	cr_assert_geq(atomic_load(&tm.ok_slept), 1,
+		      "no timed wait took a unit after sleeping (%ld took one in all)",
+		      atomic_load(&tm.ok));
+	sleeper_check(&sl);
+	hand_assert_seen(h, sl.rounds);
+}
+
+/* ---- ring waits cancelled among hand-offs ----------------------------- */
+
+Test(sem, handoff_with_cancelled_ring_waits_conserves_units)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	t_ring(&r, 8, 0);
+	struct hand *h = hand_start(0);
+	struct sleeper sl;
+	sleeper_start(&sl, h, 1000);
+	/* Ring waits from this thread: three in four cancelled, at once, after
+	 * a yield or after a spin of varying length, racing the posts; the
+	 * fourth left to be woken. Until both a cancel and a wake won
+	 * (HAND_MIN times each), bounded. */
+	long min = t_iters(2000), max = 20 * min, i;
+	long at_once = 0, took = 0, cancelled = 0, cancel_lost = 0;
+	for (i = 0; i < max && (i < min || cancelled < HAND_MIN || took < HAND_MIN); i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		int rc = ursa_sem_wait_async(&r, &h->s, &op);
+		cr_assert(rc == 0 || rc == 1, "start: %d (round %ld)", rc, i);
+		if (rc == 1) {
+			cr_assert_eq(op.res, 0, "finished at once: res %d", op.res);
+			at_once++;
+			hand_held(h, 0);
+			continue;
+		}
+		io_uring_submit(&r);
+		int mode = (int)(i & 3);
+		if (mode == 1)
+			sched_yield();
+		else if (mode == 2)
+			for (volatile int k = 0; k < (i * 37) % 4000; k++)
+				;
+		if (mode != 3)
+			cr_assert_eq(ursa_op_cancel(&r, &op), 0);
+		struct ursa_op *done = t_reap(&r, NULL, 10000);
+		cr_assert_eq(done, &op, "the op never finished (round %ld)", i);
+		if (op.res == -ECANCELED) {
+			cr_assert_neq(mode, 3, "cancelled, and no cancel was asked for");
+			cancelled++;
+			continue;
+		}
+		cr_assert_eq(op.res, 0, "res %d (round %ld)", op.res, i);
+		took++;
+		cancel_lost += mode != 3;
+		hand_held(h, 0);
+	}
+	cr_assert_eq(t_drain(&r, 20), 0, "an application CQE appeared");
+	io_uring_queue_exit(&r);
+	sleeper_join(&sl);
+	hand_finish(h);
+	cr_assert_geq(cancelled, 1,
+		      "no ring wait was cancelled in %ld (%ld finished at once, %ld took a unit, "
+		      "%ld of them despite a cancel)",
+		      i, at_once, took, cancel_lost);
+	cr_assert_geq(took, 1,
+		      "no ring wait in flight took a unit in %ld (%ld finished at once, %ld "
+		      "cancelled)",
+		      i, at_once, cancelled);
+	sleeper_check(&sl);
+	hand_assert_seen(h, sl.rounds);
+}
+
+/* ---- wait-any over two semaphores among hand-offs --------------------- */
+
+struct other {
+	ursa_sem_t s2;
+	atomic_int stop;
+	atomic_long posted;
+	atomic_long errors;
+};
+
+/* Post s2 now and then, when it is 0. */
+static void *other_poster(void *arg)
+{
+	struct other *o = arg;
+	while (!atomic_load(&o->stop)) {
+		if (ursa_sem_value(&o->s2) == 0) {
+			if (ursa_sem_post(&o->s2) != 0)
+				atomic_fetch_add(&o->errors, 1);
+			atomic_fetch_add(&o->posted, 1);
+		}
+		struct timespec d = {0, 20000};
+		nanosleep(&d, NULL);
+	}
+	return NULL;
+}
+
+Test(sem, handoff_with_wait_any_conserves_units)
+{
+	static struct other o;
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(ursa_sem_init(&o.s2, 0, 0), 0);
+	struct hand *h = hand_start(0);
+	struct sleeper sl;
+	sleeper_start(&sl, h, 1000);
+	pthread_t tp;
+	cr_assert_eq(pthread_create(&tp, NULL, other_poster, &o), 0);
+	/* s2 first: a wait-any woken for the semaphore (a post or a hand-off)
+	 * that finds s2 posted takes s2 and must pass the semaphore's unit
+	 * on. Until both were taken after a sleep HAND_MIN times, bounded. */
+	ursa_waitable_t v[2] = {{URSA_WAIT_SEM, &o.s2}, {URSA_WAIT_SEM, &h->s}};
+	long min = t_iters(2000), max = 20 * min, i;
+	long took[2] = {0, 0}, slept[2] = {0, 0};
+	for (i = 0; i < max && (i < min || slept[0] < HAND_MIN || slept[1] < HAND_MIN); i++) {
+		long sw = t_nvcsw();
+		int r = ursa_wait_any(v, 2, CLOCK_MONOTONIC, NULL);
+		cr_assert(r == 0 || r == 1, "wait-any: %d (round %ld)", r, i);
+		took[r]++;
+		slept[r] += t_nvcsw() != sw;
+		if (r == 1)
+			hand_held(h, 0);
+	}
+	atomic_store(&o.stop, 1);
+	cr_assert_eq(pthread_join(tp, NULL), 0);
+	sleeper_join(&sl);
+	hand_finish(h);
+	cr_assert_eq(atomic_load(&o.errors), 0);
+	cr_assert_eq(took[0] + ursa_sem_value(&o.s2), atomic_load(&o.posted),
+		     "s2: taken + left == posted");
+	cr_assert_eq(ursa_sem_destroy(&o.s2), 0);
+	cr_assert_geq(slept[0], 1, "wait-any never took s2 after sleeping (%ld in all)", took[0]);
+	cr_assert_geq(slept[1], 1, "wait-any never took the semaphore after sleeping (%ld in all)",
+		      took[1]);
+	sleeper_check(&sl);
+	hand_assert_seen(h, sl.rounds);
+}
