@@ -26,7 +26,10 @@
  *                    Else CAS value -> value + 1 (seq_cst; -EOVERFLOW at
  *                    the maximum, unchanged), then load __waiters
  *                    (seq_cst): waiters registered and not WOKEN: set
- *                    WOKEN, wake one (the designated waker).
+ *                    WOKEN, wake one (the designated waker). A post that
+ *                    finds WOKEN already set runs the turn clock
+ *                    (lib/mutex.c, "Turns": after 1 ms of such posts the
+ *                    poster yields, so the woken waiter gets a CPU).
  *   step (waiter):   take from value if it can; else, once it has slept,
  *                    claim HANDED if set (deregistering and clearing WOKEN
  *                    in the same CAS); else register (count + 1) and, once
@@ -139,15 +142,19 @@ static void s_take_back(ursa_sem_t *s);
 /* Waiters are registered and a unit is free or handed: unless a woken
  * waiter is on its way (WOKEN: it will step, and pass on what it does not
  * take), set WOKEN and wake one; if that wake finds nobody asleep, take
- * back. w: a recent load of __waiters. */
-static void s_wake_one(ursa_sem_t *s, uint32_t w)
+ * back. w: a recent load of __waiters. True if a woken waiter was already
+ * on its way (WOKEN was set). */
+static bool s_wake_one(ursa_sem_t *s, uint32_t w)
 {
 	do {
-		if (!(w & S_COUNT) || (w & S_WOKEN))
-			return;
+		if (!(w & S_COUNT))
+			return false;
+		if (w & S_WOKEN)
+			return true;
 	} while (!cas_seqcst(&s->__waiters, &w, w | S_WOKEN));
 	if (ursa_k_futex_wake(&s->__value, 1, w & S_SHARED) == 0)
 		s_take_back(s);
+	return false;
 }
 
 /* Put a unit that left __waiters into value, and wake as post does. */
@@ -210,11 +217,16 @@ int ursa_sem_post(ursa_sem_t *s)
 	 * registration (see the top of this file). */
 	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
 	if (!(w & S_COUNT))
-		return 0; /* (the turn clock runs on: as the mutex's fast path) */
-	/* Waiters: wake one, or a woken one is on its way; either way,
-	 * after a while of this, let it run (lib/mutex.c, "Turns"). */
-	s_wake_one(s, w);
-	ursa__let_woken_run();
+		return 0;
+	/* Posting while an earlier post's woken waiter has not run yet: after
+	 * a while of this, let it run (lib/mutex.c, "Turns"). A post that
+	 * wakes one itself starts the clock afresh: a semaphore per waiter
+	 * (PostgreSQL's backends) wakes at nearly every post, and waiters
+	 * that are not starved must not make the poster yield. */
+	if (s_wake_one(s, w))
+		ursa__let_woken_run();
+	else
+		ursa__turn_stop();
 	return 0;
 }
 
