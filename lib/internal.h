@@ -135,11 +135,29 @@ URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
  * posting a semaphore, to a woken waiter that has not run yet before it
  * yields its CPU, and at which of those releases it looks at the clock.
  * ursa__let_woken_run: we released with a woken waiter on its way;
- * ursa__turn_stop: we released with none (or handed off). */
+ * ursa__turn_stop: we released with none (or handed off). Both inline but
+ * for the clock: a contended unlock or post reaches them. The thread's
+ * state is initial-exec TLS (as lib/cancel.h's): no __tls_get_addr. */
 #define URSA_TURN_NS 1000000
 #define URSA_TURN_LOOK_EVERY 64
-URSA_PRIVATE_FN void ursa__let_woken_run(void);
-URSA_PRIVATE_FN void ursa__turn_stop(void);
+struct ursa__turn_state {
+	unsigned woken_releases;
+	uint64_t since; /* when this run of such releases was first timed; 0: not timing */
+};
+extern __thread struct ursa__turn_state ursa__turn
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+URSA_PRIVATE_FN void ursa__turn_look(void);
+
+static inline void ursa__let_woken_run(void)
+{
+	if (++ursa__turn.woken_releases % URSA_TURN_LOOK_EVERY == 0)
+		ursa__turn_look();
+}
+
+static inline void ursa__turn_stop(void)
+{
+	ursa__turn.since = 0;
+}
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */

@@ -366,22 +366,16 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
 /* We released the mutex (or posted a semaphore) with a woken waiter on its
  * way (WOKEN). A thread that keeps re-taking it, on a CPU the woken waiter
  * is queued for, starves it: once this thread has released so for
- * URSA_TURN_NS, it yields the CPU (top of the file, "Turns").
- * ursa__turn.since is when it first looked in this run of such releases
- * (0: not timing); a release that finds no woken waiter ends the run
- * (ursa__turn_stop). An uncontended release (the inline fast path) does
- * not: the next run may then yield once early. Initial-exec TLS, as
- * lib/cancel.h's: a contended unlock reaches it, and the general-dynamic
- * model would make each a call to __tls_get_addr. */
-static __thread struct {
-	unsigned woken_releases;
-	uint64_t since;
-} ursa__turn __attribute__((tls_model("initial-exec")));
+ * URSA_TURN_NS, it yields the CPU (top of the file, "Turns"). Every
+ * URSA_TURN_LOOK_EVERY-th such release (ursa__let_woken_run, lib/internal.h)
+ * looks at the clock here; ursa__turn.since is when it first looked in
+ * this run of such releases (0: not timing); a release that finds no woken
+ * waiter ends the run (ursa__turn_stop). An uncontended release (the
+ * inline fast path) does not: the next run may then yield once early. */
+__thread struct ursa__turn_state ursa__turn;
 
-void ursa__let_woken_run(void)
+void ursa__turn_look(void)
 {
-	if (++ursa__turn.woken_releases % URSA_TURN_LOOK_EVERY)
-		return;
 	uint64_t now = ursa__mono_ns();
 	if (!ursa__turn.since) {
 		ursa__turn.since = now;
@@ -389,11 +383,6 @@ void ursa__let_woken_run(void)
 		ursa__turn.since = 0;
 		sched_yield();
 	}
-}
-
-void ursa__turn_stop(void)
-{
-	ursa__turn.since = 0;
 }
 
 int ursa__mutex_unlock_slow(ursa_mutex_t *m)
