@@ -40,7 +40,7 @@
  *   leave:           deregister (count - 1) in one CAS, which also clears
  *                    WOKEN once the waiter has slept, its own REQ, and,
  *                    when it was the last registered waiter, HANDED (the
- *                    unit goes back to value: "take-back").
+ *                    unit goes back to value: "give-back").
  *   pass-on:         a waiter that has slept and leaves (took a unit,
  *                    claimed, gave up) may have been the woken one, or
  *                    have consumed a wake: a hand-off still pending, or
@@ -249,21 +249,6 @@ static inline void s_forget(struct ursa_waiter *w)
 	w->aux &= ~(URSA_W_REQ | URSA_W_STAMPED);
 }
 
-/* Deregister w (seq_cst: loads of value after it see every post that saw
- * WOKEN set). A hand-off left with nobody to claim it goes back into
- * value. Returns the new __waiters. */
-static uint32_t s_leave(ursa_sem_t *s, struct ursa_waiter *w)
-{
-	uint32_t v = ld_relaxed(&s->__waiters), n;
-	do
-		n = s_left(v, w);
-	while (!cas_seqcst(&s->__waiters, &v, n));
-	s_forget(w);
-	if ((v & S_HANDED) && !(n & S_HANDED))
-		s_give_back(s);
-	return n;
-}
-
 /* After a waiter that may have consumed a wake (it slept) took a unit,
  * claimed one or gave up: a hand-off still pending needs a woken waiter;
  * units free with others registered are passed on (posts that saw its
@@ -273,6 +258,23 @@ static void s_pass_on(ursa_sem_t *s, uint32_t left)
 	if ((left & S_COUNT) &&
 	    ((left & S_HANDED) || __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0))
 		s_wake_one(s, left);
+}
+
+/* Deregister w, after it took a unit or gave up (seq_cst: loads of value
+ * after it see every post that saw WOKEN set). A hand-off left with
+ * nobody to claim it goes back into value; a waiter that has slept passes
+ * on. */
+static void s_leave(ursa_sem_t *s, struct ursa_waiter *w)
+{
+	uint32_t v = ld_relaxed(&s->__waiters), n;
+	do
+		n = s_left(v, w);
+	while (!cas_seqcst(&s->__waiters, &v, n));
+	s_forget(w);
+	if ((v & S_HANDED) && !(n & S_HANDED))
+		s_give_back(s);
+	if (w->slept)
+		s_pass_on(s, n);
 }
 
 /* A registered waiter that has slept claims a pending hand-off: the unit
@@ -296,11 +298,8 @@ static int sem_take(void *obj, struct ursa_waiter *w)
 	uint32_t v = ld_relaxed(&s->__value);
 	while (v > 0) {
 		if (cas_acq(&s->__value, &v, v - 1)) {
-			if (w->registered) {
-				uint32_t left = s_leave(s, w);
-				if (w->slept)
-					s_pass_on(s, left);
-			}
+			if (w->registered)
+				s_leave(s, w);
 			return 0;
 		}
 	}
@@ -366,10 +365,7 @@ static int sem_abandon(void *obj, struct ursa_waiter *w)
 	ursa_sem_t *s = obj;
 	if (!w->registered)
 		return 0;
-	uint32_t left = s_leave(s, w);
-	/* Pass on a wake this waiter may have consumed (top of the file). */
-	if (w->slept)
-		s_pass_on(s, left);
+	s_leave(s, w); /* and pass on a wake it may have consumed (top of the file) */
 	return 0;
 }
 
