@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/rwlock.c — the 8-byte reader-writer lock, writer preference (after a
- * bounded overtaking by readers that join a read phase under way): Rust
- * std's futex RwLock (library/std/src/sys/sync/rwlock/futex.rs) in the step
- * model, with timeouts/abandon, error checks and a stored shared flag.
+ * lib/rwlock.c — the 8-byte reader-writer lock: phase-fair at a write
+ * unlock (the readers that wait go before the writers that wait), writer
+ * preference otherwise (after a bounded overtaking by readers that join a
+ * read phase under way). Rust std's futex RwLock
+ * (library/std/src/sys/sync/rwlock/futex.rs) in the step model, with
+ * timeouts/abandon, error checks, a stored shared flag and the read phase.
  * Spin model: tests/models/rwlock.pml.
  *
  * Readers sleep on __state itself; writers sleep on __notify, a counter
@@ -11,13 +13,15 @@
  * may go now" and not by every reader coming and going.
  *
  * Transitions (every change of __state is an atomic read-modify-write):
- *   read lock:    count + 1 if rw_read_lockable: count < MAX_READERS, and
- *                 either no waiting bit, or readers hold it, no reader
- *                 sleeps and the waiting writer has not said WRITER_FIRST
- *                 (joining a read phase under way: below). READERS_WAITING
- *                 on an unlocked lock means an unlocker is waking a writer.
- *                 Else set READERS_WAITING and sleep while __state is that
- *                 value. count == MAX_READERS: -EAGAIN.
+ *   read lock:    count + 1 if rw_read_lockable: count < MAX_READERS, no
+ *                 reader sleeps (READERS_WAITING), and the lock is free or
+ *                 the waiting writer has not said WRITER_FIRST (joining a
+ *                 read phase under way: below). A registered reader (it
+ *                 has waited: a write unlock may have woken it for a read
+ *                 phase) ignores WRITER_FIRST. READERS_WAITING on an
+ *                 unlocked lock means an unlocker woke a writer: readers
+ *                 wait for it. Else set READERS_WAITING and sleep while
+ *                 __state is that value. count == MAX_READERS: -EAGAIN.
  *   write lock:   count 0 -> MASK, keeping the waiting bits but WRITER_FIRST;
  *                 a writer that has announced itself keeps WRITERS_WAITING
  *                 (other writers may sleep behind it; the waker cleared it
@@ -29,25 +33,41 @@
  *                 without WRITER_FIRST sleeps at most the rest of its
  *                 URSA_RW_OVERTAKE_US, then steps again.
  *   read unlock:  count - 1; the last reader, if a bit is set, runs
- *                 wake_writer_or_readers. write unlock: MASK -> 0, the same.
+ *                 wake_writer_or_readers. write unlock: MASK -> 0, the
+ *                 same with readers_first.
  *   wake_writer_or_readers, only while unlocked (locked again: that holder's
  *   unlock takes over):
+ *     readers_first and READERS_WAITING set (the read phase): clear only
+ *                           READERS_WAITING, wake every reader; they take
+ *                           the lock whatever the writers' bits say, and
+ *                           the last of them to unlock wakes a writer. If
+ *                           no reader was asleep, go on as below;
  *     WRITERS_WAITING set:  clear it (and WRITER_FIRST), __notify += 2,
  *                           wake one writer; with READERS_WAITING too, the
  *                           readers stay blocked behind it unless the wake
  *                           found no writer;
  *     only READERS_WAITING: clear it, wake every reader.
- *   A writer that gives up repairs what it may leave behind (wr_abandon).
+ *   A writer that gives up repairs what it may leave behind (wr_abandon);
+ *   a reader that gives up and finds the lock unlocked with a waiting bit
+ *   wakes as an unlock would (rd_abandon).
  *
  * Invariant: while a waiter sleeps, its bit is set on __state (readers: in
  * the value they sleep on), or the one who cleared it wakes it — every
  * reader, or one writer, who re-sets WRITERS_WAITING when it takes the lock
  * for the writers still asleep. A lock held with a bit set is unlocked by
- * someone who sees the bit. Sleeping on a word follows lib/step.h; the one
- * cross-word case: the writer's "set WRITERS_WAITING; load __notify
- * (acquire); re-load __state" against the waker's "clear it (RMW); bump
- * __notify (release); wake": either the re-load sees the clear, or the bump
- * comes after the snapshot and the sleep cannot miss it. A wake's result
+ * someone who sees the bit. A lock that the read phase leaves unlocked
+ * with WRITERS_WAITING set is taken by the readers it woke: each steps (a
+ * woken waiter always does before it gives up), and a registered reader's
+ * step takes an unlocked lock unless READERS_WAITING is set, which a
+ * reader sets on an unlocked lock only if it is set already (a new reader
+ * takes a free lock whatever the writers' bits say: were WRITER_FIRST to
+ * refuse it, it would sleep there and set READERS_WAITING, shutting out the
+ * woken readers while the writers sleep; -DBREAK=2 in the model).
+ * Sleeping on a word follows lib/step.h; the one cross-word case: the
+ * writer's "set WRITERS_WAITING; load __notify (acquire); re-load __state"
+ * against the waker's "clear it (RMW); bump __notify (release); wake":
+ * either the re-load sees the clear, or the bump comes after the snapshot
+ * and the sleep cannot miss it. A wake's result
  * counts ring and thread waiters alike, so "no writer was asleep" is exact.
  * A quiescent lock reads 0: every bit a waiter that gave up leaves is
  * cleared by the next unlock (destroy relies on it).
@@ -62,10 +82,12 @@
  * Starvation: readers never starve writers. A waiting writer lets new
  * readers join the read phase under way until it has waited
  * URSA_RW_OVERTAKE_US (2 ms) since it first announced itself (a ring
- * writer not at all), then shuts them out with WRITER_FIRST; the count
- * drains and the last reader wakes a writer. So a blocked writer is
- * overtaken by readers for at most about 2 ms plus the longest read
- * section then under way (plus a scheduling delay to see its time is up).
+ * writer not at all), then shuts them out with WRITER_FIRST (but for those
+ * that find the lock free, between two holders); the count drains and the
+ * last reader wakes a writer. So a blocked writer is overtaken by readers
+ * for at most about 2 ms plus the longest read section then under way,
+ * plus the read phase of the readers that waited when a write section
+ * ended (plus a scheduling delay to see its time is up).
  * Readers that hold the lock run in parallel meanwhile, which pays where
  * a holder is off the CPU (2 CPUs, rw50 with a yield in the section at
  * 8-32 threads: 0.73-0.77x glibc's rate without joining, 0.84-0.96x with
@@ -74,10 +96,20 @@
  * less throughput, still 1.4-1.8x glibc's on AMD EPYC vCPUs; on Intel Xeon
  * ones 0.66-0.78x, because glibc's threads there fall into a convoy on one
  * CPU, not because of joining; with 100 ns of work between operations
- * 1.3-2.0x; bench/README.md). A continuous
- * stream of writers can keep readers waiting. Writers are not FIFO among
- * themselves: a running writer may barge in ahead of a woken one, so a ring
- * writer, woken late, can lose repeatedly. No hand-off.
+ * 1.3-2.0x; bench/README.md).
+ *
+ * Writers do not starve readers either, unless they barge: a write unlock
+ * that finds readers waiting lets them all in before the writers that wait
+ * (phase-fair, as Brandenburg and Anderson's phase-fair lock, without its
+ * ticket order), but a running writer may take the lock before the woken
+ * readers do (each later write unlock wakes them again). Until then a
+ * waiting writer went first, so readers waited until no writer slept; with
+ * a yield in the section on 2 CPUs that cost a context switch every few
+ * operations: rw50 0.79-0.93x glibc's rate at 8-32 threads, 1.70-1.92x at
+ * 4-32 with the read phase (bench/README.md, "The rwlock's read phase").
+ * Writers are not FIFO among themselves: a running writer may barge in
+ * ahead of a woken one, so a ring writer, woken late, can lose repeatedly.
+ * No hand-off.
  * ABA: a writer misses a wake only if exactly 2^31 writer wakes happen
  * between its snapshot of __notify and its sleep.
  */
@@ -125,13 +157,25 @@ static inline bool rw_write_locked(uint32_t s)
 	return rw_count(s) == RW_WRITE_LOCKED;
 }
 
-/* A reader may take the lock when no one waits, or join readers that hold
- * it while a writer waits, until that writer says WRITER_FIRST. */
+/* A reader that has waited may take the lock when it is not write-locked
+ * (nor full) and no reader sleeps: it was woken for a read phase, or woke
+ * early. */
+static inline bool rw_read_lockable_waited(uint32_t s)
+{
+	return rw_count(s) < RW_MAX_READERS && !(s & RW_READERS_WAITING);
+}
+
+/* A new reader, too, but it joins readers that hold the lock only while
+ * no waiting writer has said WRITER_FIRST (which counts only with
+ * WRITERS_WAITING). It may take a free lock whatever the writers' bits say:
+ * a write unlock leaves the lock free with them set for the read phase it
+ * wakes, and a reader that sleeps there would set READERS_WAITING on a
+ * free lock, shutting out the readers woken for that phase. */
 static inline bool rw_read_lockable(uint32_t s)
 {
-	uint32_t c = rw_count(s);
-	return c < RW_MAX_READERS &&
-	       (!(s & RW_WAITING) || (c != 0 && !(s & (RW_READERS_WAITING | RW_WRITER_FIRST))));
+	return rw_read_lockable_waited(s) &&
+	       (rw_count(s) == 0 || (s & (RW_WRITERS_WAITING | RW_WRITER_FIRST)) !=
+					    (RW_WRITERS_WAITING | RW_WRITER_FIRST));
 }
 
 /* The fast paths: one try, no waiting. Acquire: the holder's reads and
@@ -194,18 +238,39 @@ static int wake_writer(ursa_rwlock_t *l)
 
 /*
  * Called with s, an unlocked state seen with a waiting bit (by the last
- * unlocker), or by a writer that gives up (assume_ww: act as if
- * WRITERS_WAITING were set, because a wake meant for that writer may have
- * cleared it while other writers still sleep). Never blocks. The clearing
- * CASes are relaxed: they read-modify-write __state, so they continue the
- * release sequence of the unlock before them, and the wakes that follow are
- * system calls the kernel orders after them.
+ * unlocker, or a reader that gives up), or by a writer that gives up
+ * (assume_ww: act as if WRITERS_WAITING were set, because a wake meant for
+ * that writer may have cleared it while other writers still sleep).
+ * readers_first: a write unlock; readers that wait go next (phase-fair),
+ * unless none was asleep. Never blocks. The clearing CASes are relaxed:
+ * they read-modify-write __state, so they continue the release sequence of
+ * the unlock before them, and the wakes that follow are system calls the
+ * kernel orders after them.
  */
-static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
+static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww,
+				   bool readers_first)
 {
 	for (;;) {
 		if (!rw_unlocked(s))
 			return; /* locked again: that holder's unlock sees the bits */
+		if (readers_first && (s & RW_READERS_WAITING)) {
+			/* A write phase ended with readers waiting: a read phase
+			 * next. Only READERS_WAITING is cleared: a writer that
+			 * waits keeps its bits, so new readers join only as
+			 * rw_read_lockable allows, the woken ones (registered)
+			 * take the lock whatever the writers' bits say, and the
+			 * last of them to unlock wakes a writer. If no reader
+			 * was asleep (a bit left by one that gave up), the
+			 * writers' turn. */
+			if (!cas_relaxed(&l->__state, &s, s & ~RW_READERS_WAITING))
+				continue;
+			readers_first = false;
+			s &= ~RW_READERS_WAITING;
+			if (ursa_k_futex_wake(&l->__state, INT_MAX, rw_shared(l)) > 0 ||
+			    !(s & RW_WRITERS_WAITING))
+				return;
+			continue;
+		}
 		if ((s & RW_WRITERS_WAITING) || assume_ww) {
 			uint32_t n = s & ~(RW_WRITERS_WAITING | RW_WRITER_FIRST);
 			if (!cas_relaxed(&l->__state, &s, n))
@@ -228,11 +293,12 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww)
 	}
 }
 
-/* After an unlock that left s: the last one out wakes whoever waits. */
-static inline void rw_released(ursa_rwlock_t *l, uint32_t s)
+/* After an unlock that left s: the last one out wakes whoever waits (a
+ * writer's unlock: readers first). */
+static inline void rw_released(ursa_rwlock_t *l, uint32_t s, bool writer)
 {
 	if (rw_unlocked(s) && (s & RW_WAITING))
-		wake_writer_or_readers(l, s, false);
+		wake_writer_or_readers(l, s, false, writer);
 }
 
 /* ---- steps (shared with lib/async.c) -------------------------------- */
@@ -277,12 +343,19 @@ static inline int rw_wait_on(struct ursa_wait *out, uint32_t *addr, uint32_t val
 	return URSA_STEP_WAIT;
 }
 
+/* A registered reader (it has announced itself, and may have been woken
+ * for a read phase) is not held back by WRITER_FIRST; a newcomer is. */
+static inline bool rd_lockable(uint32_t s, const struct ursa_waiter *w)
+{
+	return w->registered ? rw_read_lockable_waited(s) : rw_read_lockable(s);
+}
+
 static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_rwlock_t *l = obj;
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
-		if (rw_read_lockable(s)) {
+		if (rd_lockable(s, w)) {
 			if (cas_acq(&l->__state, &s, s + 1 - rw_dereg(w))) {
 				w->registered = 0;
 				return URSA_STEP_DONE;
@@ -312,13 +385,16 @@ static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 static int rd_abandon(void *obj, struct ursa_waiter *w)
 {
 	ursa_rwlock_t *l = obj;
-	/* Readers are woken all together, never singled out: a reader that
-	 * gives up took no wake from anyone else; it only deregisters. Its
-	 * READERS_WAITING bit, if still set, is cleared by the next unlock
-	 * (one spare wake). */
+	/* Readers are woken all together, never singled out, but a write
+	 * unlock's read phase relies on them: the last woken reader's unlock
+	 * wakes the writers. A reader that gives up deregisters, and finding
+	 * the lock unlocked with a waiting bit, does what an unlock would (at
+	 * worst one spare wake). Its READERS_WAITING bit, if still set, is
+	 * cleared by the next unlock (one spare wake). */
 	if (w->registered) {
-		__atomic_fetch_sub(&l->__state, RW_WAITER, __ATOMIC_RELAXED);
+		uint32_t s = __atomic_sub_fetch(&l->__state, RW_WAITER, __ATOMIC_RELAXED);
 		w->registered = 0;
+		rw_released(l, s, false);
 	}
 	return 0;
 }
@@ -421,7 +497,7 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 	uint32_t s = __atomic_sub_fetch(&l->__state, RW_WAITER, __ATOMIC_RELAXED);
 	for (;;) {
 		if (rw_unlocked(s)) {
-			wake_writer_or_readers(l, s, true);
+			wake_writer_or_readers(l, s, true, false);
 			return 0;
 		}
 		if (rw_write_locked(s)) {
@@ -503,7 +579,7 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 		 * next writer's writes. */
 		if (!cas_rel(&l->__state, &s, s - 1))
 			continue;
-		rw_released(l, s - 1);
+		rw_released(l, s - 1, false);
 		return 0;
 	}
 }
@@ -524,7 +600,7 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 		if (likely(c > 1))
 			return 0;
 		if (likely(c == 1)) {
-			rw_released(l, s - 1);
+			rw_released(l, s - 1, false);
 			return 0;
 		}
 		/* Not read-locked after all (a caller that holds no read lock
@@ -598,7 +674,7 @@ static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
 			return -EPERM;
 		if (!cas_rel(&l->__state, &s, s - RW_WRITE_LOCKED))
 			continue;
-		rw_released(l, s - RW_WRITE_LOCKED);
+		rw_released(l, s - RW_WRITE_LOCKED, true);
 		return 0;
 	}
 }

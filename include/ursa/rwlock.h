@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ursa/rwlock.h — an 8-byte reader-writer lock with writer preference.
+ * ursa/rwlock.h — an 8-byte reader-writer lock, phase-fair at a write
+ * unlock, writer-preferring otherwise.
  *
- * Many readers or one writer. A stream of readers cannot starve writers: a
- * blocked writer lets new readers join the readers that hold the lock for
- * at most 2 ms (they run in parallel meanwhile), then new readers wait
- * until it has had the lock; a writer waiting through io_uring shuts new
- * readers out at once. So readers overtake a waiting writer for at most
- * about 2 ms plus the longest read section under way. The price: a
- * continuous stream of writers can keep readers waiting. A writer that
- * times out or is cancelled stops holding new readers back. Uncontended
- * read and write lock/unlock are one atomic operation, with no system call.
- * Waiters may be blocked threads or io_uring waiters
- * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
- * writer waits (as with any writer-preferring lock, a thread re-taking a
- * read lock then may deadlock).
+ * Many readers or one writer. Writers do not starve readers: a write unlock
+ * that finds readers waiting lets them all in before the writers that wait
+ * (a read phase; the last of those readers then wakes a writer). A writer
+ * that is running may still take the lock before the woken readers do
+ * (barging), and each later write unlock wakes them again. A stream of
+ * readers cannot starve writers: a blocked writer lets new readers join
+ * the readers that hold the lock for at most 2 ms (they run in parallel
+ * meanwhile), then new readers wait until it has had the lock, but for
+ * those that find the lock free between two holders; a writer waiting
+ * through io_uring shuts new readers out at once. So readers overtake a
+ * waiting writer for at most about 2 ms plus the longest read section under
+ * way, plus one read phase of the readers that were waiting when a write
+ * section ended. A writer that times out or is cancelled stops holding new
+ * readers back. Uncontended read and write lock/unlock are one atomic
+ * operation, with no system call. Waiters may be blocked threads or
+ * io_uring waiters (ursa_rwlock_{rd,wr}lock_async). Read locks are not
+ * recursive once a writer waits (as with any writer-preferring lock, a
+ * thread re-taking a read lock then may deadlock).
  */
 #ifndef URSA_RWLOCK_H
 #define URSA_RWLOCK_H

@@ -5,7 +5,9 @@
  * Two algorithms, chosen by the kind, as glibc chooses (shim.h):
  *
  * Writer-preferring (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP): the
- * ursa_rwlock_t itself.
+ * ursa_rwlock_t itself (new readers wait while a writer waits; a write
+ * unlock lets the readers already waiting in before the next writer:
+ * ursa/rwlock.h).
  *
  * Reader-preferring (the default, and PREFER_WRITER_NP, which glibc treats
  * the same so that recursive read locks work): a reader never waits while

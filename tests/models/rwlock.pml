@@ -1,7 +1,9 @@
 /*
  * tests/models/rwlock.pml — the reader-writer lock of lib/rwlock.c (Rust
  * std's futex RwLock in ursa's step model): readers sleep on __state,
- * writers on the __notify counter; wake_writer_or_readers; writer abandon
+ * writers on the __notify counter; wake_writer_or_readers, with the write
+ * unlock's read phase (phase-fair: the readers that wait go before the
+ * writers that wait, the last of them waking a writer); writer abandon
  * passing a wake on, or clearing a phantom WRITERS_WAITING. Blocking
  * threads (ursa_rwlock_{rd,wr}lock, try*, timed*) and ring ops
  * (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run the same steps.
@@ -52,9 +54,24 @@
 #define CNT(s) ((s) & ~63)
 #define COUNT(s) ((s) & 7)
 #define UNLOCKED(s) (COUNT(s) == 0)
-/* rw_read_lockable: no waiting bit, or join readers that hold it while a
- * writer waits, unless a reader sleeps or the writer said WRITER_FIRST. */
-#define LOCKABLE(s) (COUNT(s) < MAXR && (((s) & WAITING) == 0 ||			(COUNT(s) > 0 && ((s) & (RW | FIRST)) == 0)))
+/* rw_read_lockable: not write-locked (nor full), no reader asleep, and
+ * joining readers only while no waiting writer said WRITER_FIRST (FIRST
+ * counts only with WW). -DBREAK=2: FIRST refuses a free lock too (a
+ * reader sleeps on the free lock a write unlock left for the readers it
+ * woke, shutting them out: everyone sleeps). */
+#define LOCKABLE_WAITED(s) (COUNT(s) < MAXR && ((s) & RW) == 0)
+#if BREAK == 2
+#define LOCKABLE(s) (LOCKABLE_WAITED(s) && ((s) & (WW | FIRST)) != (WW | FIRST))
+#else
+#define LOCKABLE(s) (LOCKABLE_WAITED(s) &&						\
+	(COUNT(s) == 0 || ((s) & (WW | FIRST)) != (WW | FIRST)))
+#endif
+/* rd_step's rule (rd_lockable): a registered reader (it has announced
+ * itself: a write unlock's phase-fair wake may be for it) is not held back
+ * by WRITER_FIRST, so every reader woken for a read phase gets in, not
+ * only the first (lib/rwlock.c). That is fairness, not liveness: with the
+ * newcomers' rule for all the model passes too, so no BREAK variant. */
+#define RD_LOCKABLE(s) (registered -> LOCKABLE_WAITED(s) : LOCKABLE(s))
 
 /* -DBREAK=1: a waker leaves WRITER_FIRST behind when it clears
  * WRITERS_WAITING (the model must find the bit outliving its writers). */
@@ -75,26 +92,42 @@ byte notify;	/* l->__notify (bit 0, SHARED, left out; +1 per bump) */
 byte readers, writers;	/* inside now */
 
 /*
- * wake_writer_or_readers(l, s, assume_ww) (lib/rwlock.c); `aw` is
- * assume_ww. Each round decides on the current __state (the collapsed CAS
- * loop); a writer wake is: __notify += 1 (release), wake 1 on __notify.
+ * wake_writer_or_readers(l, s, assume_ww, readers_first) (lib/rwlock.c);
+ * `aw` is assume_ww, `rf` readers_first (a write unlock: waiting readers
+ * go next, keeping WRITERS_WAITING and WRITER_FIRST; if no reader was
+ * asleep, go on as a read unlock would). Each round decides on the current
+ * __state (the collapsed CAS loop); a writer wake is: __notify += 1
+ * (release), wake 1 on __notify.
  */
-#define wake_writer_or_readers(aw)						\
+#define RF(s) (rf && ((s) & RW))
+#define wake_writer_or_readers(aw, rf)						\
 	do									\
 	:: atomic {								\
 		if								\
 		:: !UNLOCKED(state) -> act = 0	/* locked again: its unlock */	\
-		:: UNLOCKED(state) && ((state & WW) || aw) ->			\
+		:: UNLOCKED(state) && RF(state) ->				\
+			state = state & ~RW; act = 5;				\
+			hadww = (state & WW) != 0				\
+		:: UNLOCKED(state) && !RF(state) && ((state & WW) || aw) ->	\
 			state = state & ~WAKE_CLEARS; act = 1;			\
 			hadrw = (state & RW) != 0				\
-		:: UNLOCKED(state) && !((state & WW) || aw) && (state & RW) ->	\
+		:: UNLOCKED(state) && !RF(state) && !((state & WW) || aw) &&	\
+		   (state & RW) ->						\
 			state = state & ~RW; act = 2				\
-		:: UNLOCKED(state) && !((state & WW) || aw) && !(state & RW) ->	\
+		:: UNLOCKED(state) && !RF(state) && !((state & WW) || aw) &&	\
+		   !(state & RW) ->						\
 			act = 0							\
 		fi								\
 	   };									\
 		if								\
 		:: act == 0 -> break						\
+		:: act == 5 ->							\
+			rf = false;						\
+			futex_wake(A_STATE, MAXPROC, cnt, tmp);			\
+			if							\
+			:: cnt > 0 || !hadww -> break				\
+			:: else	/* no reader asleep: a writer's turn */		\
+			fi							\
 		:: act == 1 ->							\
 			aw = false;						\
 			notify++;						\
@@ -108,7 +141,7 @@ byte readers, writers;	/* inside now */
 			break							\
 		fi								\
 	od;									\
-	act = 0; cnt = 0; hadrw = false
+	act = 0; cnt = 0; hadrw = false; hadww = false; rf = false
 
 /* rd_step (lib/rwlock.c): take a read lock, or set READERS_WAITING and WAIT
  * on (__state, that value). (count == MAX_READERS, -EAGAIN, is out of
@@ -116,7 +149,7 @@ byte readers, writers;	/* inside now */
 #define rd_step(r)								\
 	atomic {								\
 		if								\
-		:: LOCKABLE(state) ->						\
+		:: RD_LOCKABLE(state) ->					\
 			state = state + 1 - (registered -> CNT_ONE : 0);	\
 			registered = false; r = DONE				\
 		:: else ->							\
@@ -125,14 +158,27 @@ byte readers, writers;	/* inside now */
 		fi								\
 	}
 
-/* rd_abandon: deregister. */
+/* rd_abandon: deregister (one RMW), then, as an unlock would, wake whoever
+ * waits on an unlocked lock. Every woken reader steps before it gives up
+ * (the timed-out sleep's last step, the ring op's STOPPING step), and a
+ * registered reader's step takes any lock not write-locked, so a write
+ * unlock's read phase never rests on a reader that gives up; the pass-on
+ * covers paths that give up without that step (-EFAULT) at the cost of a
+ * spare wake. The model passes without it, so no BREAK variant drops it. */
+#define RD_PASS_ON 3
 #define rd_abandon()								\
 	atomic {								\
 		if								\
-		:: registered -> state = state - CNT_ONE; registered = false	\
+		:: registered -> state = state - CNT_ONE; registered = false;	\
+			act = (UNLOCKED(state) && (state & WAITING) -> RD_PASS_ON : 0) \
 		:: else								\
 		fi								\
-	}
+	};									\
+	if									\
+	:: act == 3 -> act = 0; aw = false; rf = false;				\
+		wake_writer_or_readers(aw, rf)					\
+	:: else -> act = 0							\
+	fi
 
 /* wr_step, in its three atomic parts: take (dropping WRITER_FIRST) or
  * announce (with WRITER_FIRST once `first`: a ring writer from the start,
@@ -185,7 +231,8 @@ byte readers, writers;	/* inside now */
 			fi							\
 		};								\
 		if								\
-		:: act == 3 -> act = 0; aw = true; wake_writer_or_readers(aw)	\
+		:: act == 3 -> act = 0; aw = true; rf = false;			\
+			wake_writer_or_readers(aw, rf)				\
 		:: act == 4 -> act = 0;						\
 			notify++;						\
 			futex_wake(A_NOTIFY, MAXPROC, cnt, tmp);		\
@@ -207,7 +254,8 @@ byte readers, writers;	/* inside now */
 		act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)		\
 	};									\
 	if									\
-	:: act == 3 -> act = 0; aw = false; wake_writer_or_readers(aw)		\
+	:: act == 3 -> act = 0; aw = false; rf = false;				\
+		wake_writer_or_readers(aw, rf)					\
 	:: else									\
 	fi
 
@@ -218,7 +266,8 @@ byte readers, writers;	/* inside now */
 		act = ((state & WAITING) -> 3 : 0)				\
 	};									\
 	if									\
-	:: act == 3 -> act = 0; aw = false; wake_writer_or_readers(aw)		\
+	:: act == 3 -> act = 0; aw = false; rf = true;				\
+		wake_writer_or_readers(aw, rf)					\
 	:: else									\
 	fi
 
@@ -232,7 +281,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 	short want;
 	byte cnt, tmp, r, act, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered, aw, hadrw, got, first, bnd;
+	bool registered, aw, rf, hadrw, hadww, got, first, bnd;
 
 	for (i : 1 .. NITER) {
 		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an

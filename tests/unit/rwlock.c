@@ -296,6 +296,7 @@ struct wake_ctx {
 	atomic_int all_in; /* set once every reader was inside together */
 	atomic_int order;  /* ticket counter for entry order */
 	atomic_int writer_tid;
+	atomic_int reader_tid;
 	int writer_ticket;
 	int reader_ticket;
 	atomic_int errors;
@@ -366,6 +367,7 @@ static void *ticket_writer(void *arg)
 static void *ticket_reader(void *arg)
 {
 	struct wake_ctx *x = arg;
+	atomic_store(&x->reader_tid, gettid());
 	atomic_fetch_add(&x->started, 1);
 	take_ticket(x, false, &x->reader_ticket);
 	return NULL;
@@ -436,7 +438,8 @@ Test(rwlock, waiting_writer_goes_before_new_readers)
 
 /* The admission rule alone, on states set up exactly (nobody sleeps on
  * them): a reader joins readers that hold the lock while a writer waits,
- * unless the writer said WRITER_FIRST or a reader already sleeps. */
+ * unless the writer said WRITER_FIRST or a reader already sleeps, and
+ * takes a free lock unless a reader sleeps. */
 Test(rwlock, reader_joins_unless_writer_first)
 {
 	static const struct {
@@ -447,7 +450,11 @@ Test(rwlock, reader_joins_unless_writer_first)
 		{1 | T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST, -EBUSY},
 		{1 | T_RW_WRITERS_WAITING | T_RW_READERS_WAITING, -EBUSY},
 		{1 | T_RW_READERS_WAITING, -EBUSY},
-		{T_RW_WRITERS_WAITING, -EBUSY}, /* unlocked: a waker is at work */
+		/* Unlocked with the writers' bits: a writer is being woken,
+		 * or a write unlock left it to the readers it woke. */
+		{T_RW_WRITERS_WAITING, 0},
+		{T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST, 0},
+		{T_RW_READERS_WAITING, -EBUSY}, /* unlocked: a writer's turn */
 		{1 | T_RW_WRITER_FIRST, 0},	/* a stale hint without a writer */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -496,6 +503,43 @@ Test(rwlock, readers_join_until_the_writer_says_first)
 {
 	check_join_then_writer_first(0);
 	check_join_then_writer_first(URSA_SHARED);
+}
+
+/*
+ * Phase-fair: a write unlock that finds readers waiting lets them in
+ * before the writers that wait, even one that has said WRITER_FIRST (its
+ * bit shuts out new readers, not the ones woken for this read phase), and
+ * the last of those readers wakes the writer. This thread write-holds the
+ * lock; a writer blocks until it says WRITER_FIRST and sleeps, then a
+ * reader blocks; the unlock must give the reader ticket 0.
+ */
+static void check_read_phase_after_write(unsigned flags)
+{
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
+	pthread_t w, r;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
+	wait_thread_sleeping(&x.writer_tid);
+	cr_assert_eq(pthread_create(&r, NULL, ticket_reader, &x), 0);
+	wait_state_bits(&x.l, T_RW_READERS_WAITING);
+	wait_thread_sleeping(&x.reader_tid);
+	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
+	cr_assert_eq(pthread_join(r, NULL), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(x.reader_ticket, 0, "the waiting reader went after the writer");
+	cr_assert_eq(x.writer_ticket, 1);
+	cr_assert_eq(peek_state(&x.l), 0, "state %#x after", peek_state(&x.l));
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+}
+
+Test(rwlock, write_unlock_gives_waiting_readers_a_phase)
+{
+	check_read_phase_after_write(0);
+	check_read_phase_after_write(URSA_SHARED);
 }
 
 /* Submit and handle the ring's CQEs until op, the only op in flight,
