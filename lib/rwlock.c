@@ -105,7 +105,7 @@
  * readers do (each later write unlock wakes them again). Until then a
  * waiting writer went first, so readers waited until no writer slept; with
  * a yield in the section on 2 CPUs that cost a context switch every few
- * operations: rw50 0.79-0.93x glibc's rate at 8-32 threads, 1.70-1.92x at
+ * operations: rw50 0.79-0.93x glibc's rate at 8-32 threads, 1.5-1.9x at
  * 4-32 with the read phase (bench/README.md, "The rwlock's read phase").
  * Writers are not FIFO among themselves: a running writer may barge in
  * ahead of a woken one, so a ring writer, woken late, can lose repeatedly.
