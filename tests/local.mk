@@ -60,7 +60,8 @@ EXTRA_DIST += tests/run-test.sh
 # make check-ring-setups: the suites that use rings, once per ring setup
 # (URSA_TEST_RING_SETUP, tests/helpers.h), as liburing's tests loop over
 # setup flags. Not part of make check (three more runs of these suites).
-RING_SETUP_TESTS = tests/unit/async tests/unit/async_cqe tests/unit/sem tests/unit/waitq tests/unit/wait_any \
+RING_SETUP_TESTS = tests/unit/async tests/unit/async_cqe tests/unit/rwlock tests/unit/sem tests/unit/waitq \
+	tests/unit/wait_any \
 	tests/integration/async_interop tests/integration/async_prims \
 	tests/integration/contended tests/integration/kernel_hazards tests/fault/ring
 check-ring-setups:

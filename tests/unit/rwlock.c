@@ -25,6 +25,7 @@ TestSuite(rwlock, .timeout = 60);
  * (32766 read locks), to see that a waiter announced itself before we go
  * on, or to set up a state exactly.
  */
+#define T_RW_COUNT           ((1u << 15) - 1)
 #define T_RW_MAX_READERS     ((1u << 15) - 2)
 #define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
@@ -555,6 +556,43 @@ static void ring_run_op(struct io_uring *r, struct ursa_op *op)
 		io_uring_cqe_seen(r, cqe);
 	}
 	cr_assert_eq(done, op);
+}
+
+/* The read phase holds for a ring reader too: waiting when a write unlock
+ * comes, it is woken for the read phase and takes the lock on its CQE,
+ * before a blocked writer that has said WRITER_FIRST; the writer sleeps on
+ * until the ring reader's unlock. */
+Test(rwlock, ring_reader_gets_the_read_phase)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
+	pthread_t w;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
+	wait_thread_sleeping(&x.writer_tid);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_rwlock_rdlock_async(&r, &x.l, &op), 0);
+	cr_assert_eq(io_uring_submit(&r), 1);
+	/* The wait is in the kernel once its SQE is consumed (SQPOLL: the
+	 * poller issues it before it moves the head). */
+	while (io_uring_sq_ready(&r) != 0)
+		sched_yield();
+	cr_assert(peek_state(&x.l) & T_RW_READERS_WAITING, "state %#x", peek_state(&x.l));
+	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
+	ring_run_op(&r, &op);
+	cr_assert_eq(op.res, 0, "res %d", op.res);
+	cr_assert_eq(atomic_load(&x.order), 0, "the writer got in before the ring reader");
+	cr_assert_eq(peek_state(&x.l) & T_RW_COUNT, 1, "state %#x", peek_state(&x.l));
+	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(x.writer_ticket, 0);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	io_uring_queue_exit(&r);
 }
 
 /* A ring writer cannot bound its sleep, so it says WRITER_FIRST at once. */
