@@ -31,7 +31,8 @@
  *                 __state, and sleep while __notify == seq if the lock is
  *                 still held and the bit still set; a blocked writer
  *                 without WRITER_FIRST sleeps at most the rest of its
- *                 URSA_RW_OVERTAKE_US, then steps again.
+ *                 URSA_RW_OVERTAKE_US, one with it URSA_HANDED_SLEEP_MS,
+ *                 then steps again.
  *   read unlock:  count - 1; the last reader, if a bit is set, runs
  *                 wake_writer_or_readers. write unlock: MASK -> 0, the
  *                 same with readers_first.
@@ -416,9 +417,9 @@ static inline uint32_t rw_stamp(void)
  * The writer lets readers join a read phase under way until it has waited
  * URSA_RW_OVERTAKE_US since its first announcement (w->aux: rw_stamp()
  * then), sleeping at most the rest of that time; from then on it announces
- * WRITER_FIRST too and sleeps unbounded until the readers drain. A ring
- * writer cannot bound its sleep, so it says WRITER_FIRST at once (its
- * template's URSA_W_RING).
+ * WRITER_FIRST too and sleeps URSA_HANDED_SLEEP_MS at a time, stepping
+ * again after each, until it has the lock. A ring writer cannot bound its
+ * sleep, so it says WRITER_FIRST at once (its template's URSA_W_RING).
  */
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
@@ -457,7 +458,18 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_unlocked(s) || !(s & RW_WRITERS_WAITING))
 			continue; /* released, or a waker is at work: try again */
 		rw_wait_on(out, &l->__notify, seq, seq & RW_NOTIFY_SHARED);
-		out->bound_us = first ? 0 : URSA_RW_OVERTAKE_US - waited;
+		/* A blocked writer's sleep is bounded: the rest of its
+		 * overtaking time, then URSA_HANDED_SLEEP_MS at a time. A
+		 * write unlock's read phase leaves the lock to the readers it
+		 * woke, and a ring reader's CQE waits for its ring's owner:
+		 * were that owner slow (or blocked itself), the writer steps
+		 * again and takes the free lock. A ring writer cannot bound
+		 * its sleep. */
+		if (w->aux & URSA_W_RING)
+			out->bound_us = 0;
+		else
+			out->bound_us = first ? URSA_HANDED_SLEEP_MS * 1000u
+					      : URSA_RW_OVERTAKE_US - waited;
 		return URSA_STEP_WAIT;
 	}
 }

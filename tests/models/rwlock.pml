@@ -328,9 +328,10 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			/* registered: destroy would say -EBUSY now */
 			assert(registered && CNT(state) > 0);
-			/* A blocked writer without WRITER_FIRST sleeps at most
-			 * URSA_RW_OVERTAKE_US: a sleep that may end at any time. */
-			bnd = (writer && !ring && !first);
+			/* A blocked writer's sleep is bounded (the rest of its
+			 * URSA_RW_OVERTAKE_US, then URSA_HANDED_SLEEP_MS at a
+			 * time): a sleep that may end at any time. */
+			bnd = (writer && !ring);
 			if
 			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0 || bnd), spur, r)
 			:: else -> futex_wait(A_STATE, state, want, (stops > 0), spur, r)

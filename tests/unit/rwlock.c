@@ -595,6 +595,39 @@ Test(rwlock, ring_reader_gets_the_read_phase)
 	io_uring_queue_exit(&r);
 }
 
+/* A ring reader woken for a read phase takes the lock only when its ring's
+ * owner handles the CQE; a blocked writer that has said WRITER_FIRST does
+ * not wait for that: its sleep is bounded, and it steps again and takes the
+ * free lock. Here the CQE is handled only after the writer is done (the
+ * suite timeout catches a writer that never gets in). */
+Test(rwlock, blocked_writer_does_not_wait_for_an_unhandled_ring_reader)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	static struct wake_ctx x;
+	memset(&x, 0, sizeof(x));
+	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
+	pthread_t w;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
+	wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
+	wait_thread_sleeping(&x.writer_tid);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_rwlock_rdlock_async(&r, &x.l, &op), 0);
+	cr_assert_eq(io_uring_submit(&r), 1);
+	while (io_uring_sq_ready(&r) != 0)
+		sched_yield();
+	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
+	cr_assert_eq(pthread_join(w, NULL), 0);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	cr_assert_eq(x.writer_ticket, 0);
+	ring_run_op(&r, &op);
+	cr_assert_eq(op.res, 0, "res %d", op.res);
+	cr_assert_eq(ursa_rwlock_rdunlock(&x.l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	io_uring_queue_exit(&r);
+}
+
 /* A ring writer cannot bound its sleep, so it says WRITER_FIRST at once. */
 Test(rwlock, ring_writer_says_first_at_once)
 {
