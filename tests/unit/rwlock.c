@@ -558,6 +558,30 @@ static void ring_run_op(struct io_uring *r, struct ursa_op *op)
 	cr_assert_eq(done, op);
 }
 
+/* This thread write-holds x->l (fresh); a ticket writer blocks behind it
+ * until it has said WRITER_FIRST and sleeps, then a ring reader op is
+ * armed in r (fresh) and its wait is in the kernel. Returns the writer. */
+static pthread_t writer_first_and_ring_reader(struct wake_ctx *x, struct io_uring *r,
+					      struct ursa_op *op)
+{
+	cr_assert_eq(io_uring_queue_init(8, r, 0), 0);
+	memset(x, 0, sizeof(*x));
+	cr_assert_eq(ursa_rwlock_wrlock(&x->l), 0);
+	pthread_t w;
+	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, x), 0);
+	wait_state_bits(&x->l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
+	wait_thread_sleeping(&x->writer_tid);
+	memset(op, 0, sizeof(*op)); /* URSA_OP_INIT */
+	cr_assert_eq(ursa_rwlock_rdlock_async(r, &x->l, op), 0);
+	cr_assert_eq(io_uring_submit(r), 1);
+	/* The wait is in the kernel once its SQE is consumed (SQPOLL: the
+	 * poller issues it before it moves the head). */
+	while (io_uring_sq_ready(r) != 0)
+		sched_yield();
+	cr_assert(peek_state(&x->l) & T_RW_READERS_WAITING, "state %#x", peek_state(&x->l));
+	return w;
+}
+
 /* The read phase holds for a ring reader too: waiting when a write unlock
  * comes, it is woken for the read phase and takes the lock on its CQE,
  * before a blocked writer that has said WRITER_FIRST; the writer sleeps on
@@ -566,22 +590,9 @@ Test(rwlock, ring_reader_gets_the_read_phase)
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
-	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
 	static struct wake_ctx x;
-	memset(&x, 0, sizeof(x));
-	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
-	pthread_t w;
-	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
-	wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
-	wait_thread_sleeping(&x.writer_tid);
-	struct ursa_op op = URSA_OP_INIT;
-	cr_assert_eq(ursa_rwlock_rdlock_async(&r, &x.l, &op), 0);
-	cr_assert_eq(io_uring_submit(&r), 1);
-	/* The wait is in the kernel once its SQE is consumed (SQPOLL: the
-	 * poller issues it before it moves the head). */
-	while (io_uring_sq_ready(&r) != 0)
-		sched_yield();
-	cr_assert(peek_state(&x.l) & T_RW_READERS_WAITING, "state %#x", peek_state(&x.l));
+	struct ursa_op op;
+	pthread_t w = writer_first_and_ring_reader(&x, &r, &op);
 	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
 	ring_run_op(&r, &op);
 	cr_assert_eq(op.res, 0, "res %d", op.res);
@@ -604,19 +615,9 @@ Test(rwlock, blocked_writer_does_not_wait_for_an_unhandled_ring_reader)
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
-	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
 	static struct wake_ctx x;
-	memset(&x, 0, sizeof(x));
-	cr_assert_eq(ursa_rwlock_wrlock(&x.l), 0);
-	pthread_t w;
-	cr_assert_eq(pthread_create(&w, NULL, ticket_writer, &x), 0);
-	wait_state_bits(&x.l, T_RW_WRITERS_WAITING | T_RW_WRITER_FIRST);
-	wait_thread_sleeping(&x.writer_tid);
-	struct ursa_op op = URSA_OP_INIT;
-	cr_assert_eq(ursa_rwlock_rdlock_async(&r, &x.l, &op), 0);
-	cr_assert_eq(io_uring_submit(&r), 1);
-	while (io_uring_sq_ready(&r) != 0)
-		sched_yield();
+	struct ursa_op op;
+	pthread_t w = writer_first_and_ring_reader(&x, &r, &op);
 	cr_assert_eq(ursa_rwlock_wrunlock(&x.l), 0);
 	cr_assert_eq(pthread_join(w, NULL), 0);
 	cr_assert_eq(atomic_load(&x.errors), 0);
