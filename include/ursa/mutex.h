@@ -48,7 +48,10 @@ URSA_API int ursa_mutex_init(ursa_mutex_t *m, unsigned flags);
  * Returns 0, or -EINVAL (NULL m). Blocks. Not interrupted by signals. */
 URSA_API int ursa_mutex_lock(ursa_mutex_t *m);
 
-/* Lock *m if it is free now. Returns 0, -EBUSY (held), -EINVAL. Never blocks. */
+/* Lock *m if it is free now. Returns 0, -EBUSY (held), -EINVAL. Never blocks.
+ * A trylock does not wait, so no hand-off serves it: a loop that retries it
+ * may be overtaken without bound by threads that re-take the mutex; block
+ * (ursa_mutex_lock, timedlock) to be served. */
 URSA_API int ursa_mutex_trylock(ursa_mutex_t *m);
 
 /* Lock *m, blocking at most until abs on clk (NULL: forever).
