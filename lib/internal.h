@@ -63,13 +63,18 @@ static inline uint64_t ursa__mono_ns(void)
 #define URSA_W_UNIT_SHIFT 16 /* the stamp's unit: 2^16 ns */
 
 /* Waiting time after which a waiter asks for a hand-off (the mutex, the
- * semaphore): the bound on how long newcomers may overtake it. */
+ * semaphore): the bound on how long newcomers may overtake it. The mutex
+ * lengthens it to URSA_FAIR_PER_WAITER_NS for each registered waiter when
+ * more than 7 wait (lib/mutex.c, m_wants_handoff), capped at
+ * URSA_FAIR_MAX_NS. */
 #define URSA_FAIR_NS 1000000
+#define URSA_FAIR_PER_WAITER_NS 131072
+#define URSA_FAIR_MAX_NS 1000000000
 
-/* Has this waiter waited URSA_FAIR_NS since the first time it was asked?
- * (That first call stamps it, in aux; taking or leaving clears
- * URSA_W_STAMPED.) */
-static inline bool ursa__waited_fair_ns(struct ursa_waiter *w)
+/* Has this waiter waited ns (at most URSA_FAIR_MAX_NS) since the first
+ * time it was asked? (That first call stamps it, in aux; taking or leaving
+ * clears URSA_W_STAMPED.) */
+static inline bool ursa__waited_ns(struct ursa_waiter *w, uint64_t ns)
 {
 	uint32_t now = (uint32_t)((ursa__mono_ns() >> URSA_W_UNIT_SHIFT) & 0xffffffu);
 	if (!(w->aux & URSA_W_STAMPED)) {
@@ -78,7 +83,14 @@ static inline bool ursa__waited_fair_ns(struct ursa_waiter *w)
 		return false;
 	}
 	uint32_t since = (now - (w->aux >> URSA_W_STAMP_SHIFT)) & 0xffffffu;
-	return since >= (URSA_FAIR_NS >> URSA_W_UNIT_SHIFT);
+	if (ns > URSA_FAIR_MAX_NS)
+		ns = URSA_FAIR_MAX_NS;
+	return since >= (uint32_t)(ns >> URSA_W_UNIT_SHIFT);
+}
+
+static inline bool ursa__waited_fair_ns(struct ursa_waiter *w)
+{
+	return ursa__waited_ns(w, URSA_FAIR_NS);
 }
 
 /*

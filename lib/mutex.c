@@ -51,6 +51,20 @@
  * 1.03-1.56x glibc on those sections at 4-32 threads, the least-served
  * share 0.34-0.89 (glibc 0.15-0.90).
  *
+ * Hand-offs: a blocked waiter asks (REQ) once it has waited URSA_FAIR_NS
+ * (1 ms), or URSA_FAIR_PER_WAITER_NS (131 us) for each registered waiter
+ * when that is longer (more than 7 waiting). Each hand-off leaves the mutex
+ * unused for a wake-up latency and sends its last holder to sleep. With a
+ * fixed 1 ms, a queue whose turns come round more slowly than that (32
+ * threads on 2 CPUs, the holder yielding in the section) had nearly every
+ * woken waiter ask: 12-25 thousand hand-offs a second, half the
+ * throughput gone and the least-served thread's share lower, not higher
+ * (bench/README.md, "Hand-offs scaled by the queue"). Scaled, the
+ * hand-offs stay near 1/URSA_FAIR_PER_WAITER_NS a second per mutex, as
+ * parking_lot's per-lock fairness timer keeps them, with the bound
+ * stated in include/ursa/mutex.h. The ask is the waiter's timing alone:
+ * the spin model takes it as a free choice at every step.
+ *
  * Spinning (mutex_lock_slow): a newcomer that finds the mutex held first
  * spins, taking it if it sees it free (the newcomer's transition, so the
  * spin changes no protocol). On 8 or more CPUs an untimed locker watches
@@ -190,12 +204,18 @@ static int mutex_take(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
-/* Should this waiter ask for a hand-off now? */
-static bool m_wants_handoff(struct ursa_waiter *w)
+/* Should this waiter ask for a hand-off now (v: the word it found)? Once
+ * it has asked, it asks at every step. A blocked waiter asks once it has
+ * waited URSA_FAIR_NS, or URSA_FAIR_PER_WAITER_NS for each waiter
+ * registered if that is longer ("Hand-offs" at the top of the file). */
+static bool m_wants_handoff(struct ursa_waiter *w, uint32_t v)
 {
+	if (w->aux & URSA_W_REQ)
+		return true;
 	if ((w->aux & URSA_W_RING) && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 		return true;
-	return ursa__waited_fair_ns(w);
+	uint64_t ns = (uint64_t)((v & M_CNT) / M_CNT_ONE) * URSA_FAIR_PER_WAITER_NS;
+	return ursa__waited_ns(w, ns > URSA_FAIR_NS ? ns : URSA_FAIR_NS);
 }
 
 static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
@@ -223,7 +243,7 @@ static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (w->registered && w->slept)
 			n &= ~M_WOKEN;
 		if (!(v & M_HANDED) && !asked) {
-			req = m_wants_handoff(w);
+			req = m_wants_handoff(w, v);
 			asked = true;
 		}
 		if (req && !(v & M_HANDED))

@@ -24,11 +24,13 @@
  * must come from the protocol alone. With it, the bounded sleep is a sleep
  * that may end at any time.
  *
- * When a waiter asks for a hand-off (REQ): after it has waited URSA_FAIR_NS,
- * or (ring) lost URSA_HANDOFF_AFTER races. Modelled as a free choice at any
- * step of a waiter that has slept (every timing is explored); once it asks
- * it keeps asking at each step until it takes the lock or gives up, as the
- * C code does (both conditions only grow).
+ * When a waiter asks for a hand-off (REQ): after it has waited URSA_FAIR_NS
+ * (or URSA_FAIR_PER_WAITER_NS per registered waiter, if longer), or (ring)
+ * lost URSA_HANDOFF_AFTER races. Modelled as a free choice at any step of a
+ * waiter that has slept (every timing is explored); once it asks it keeps
+ * asking at each step until it takes the lock or gives up, as the C code
+ * does (m_wants_handoff: URSA_W_REQ makes it stick, since the scaled time
+ * can grow with the queue).
  *
  * History: an earlier model found a ring newcomer stranded on HANDED (fixed
  * in fd48f8a; tests/fault/mutex_handoff_repro.c). Deliberately broken

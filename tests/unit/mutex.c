@@ -289,3 +289,59 @@ Test(mutex, sleeping_waiter_progresses_against_hogs)
 	t_hogs_stop(&h);
 	cr_assert_eq(acquired, 2000);
 }
+
+/* A long queue. With more than 7 waiters registered, the time after which
+ * a waiter asks for a hand-off grows with the queue (131 us a waiter:
+ * lib/mutex.c, "Hand-offs"). Twelve threads that each take the mutex at
+ * least 200 times (holding it ~1 us), beside two hogs that re-take it at
+ * once, must all finish, with exclusion held. The run must have had more
+ * than 7 waiters registered at once (COUNT, bits 5-30 of the word, seen by
+ * the holders), or the scaled time was never in force: the workers run on
+ * until a holder has seen that (or 100 x their 200 turns). */
+struct queue_run {
+	ursa_mutex_t m;
+	struct t_excl check;
+	atomic_uint most_registered;
+	atomic_long done;
+};
+
+static void *queue_worker(void *arg)
+{
+	struct queue_run *q = *(struct queue_run **)arg;
+	for (int i = 0; i < 200 || (atomic_load(&q->most_registered) < 8 && i < 20000); i++) {
+		cr_assert_eq(ursa_mutex_lock(&q->m), 0);
+		t_excl_enter(&q->check);
+		unsigned n = (__atomic_load_n(&q->m.__word, __ATOMIC_RELAXED) & 0x7fffffe0u) >> 5;
+		unsigned most = atomic_load(&q->most_registered);
+		while (n > most && !atomic_compare_exchange_weak(&q->most_registered, &most, n))
+			;
+		for (volatile int k = 0; k < 300; k++)
+			;
+		t_excl_leave(&q->check);
+		cr_assert_eq(ursa_mutex_unlock(&q->m), 0);
+		atomic_fetch_add(&q->done, 1);
+	}
+	return NULL;
+}
+
+Test(mutex, long_queue_every_waiter_progresses_against_hogs)
+{
+	static struct queue_run q;
+	static struct t_hogs h;
+	enum { N = 12 };
+	struct queue_run *args[N];
+	pthread_t t[N];
+	memset(&q, 0, sizeof(q));
+	cr_assert_eq(ursa_mutex_init(&q.m, 0), 0);
+	for (int i = 0; i < N; i++)
+		args[i] = &q;
+	t_hogs_start(&h, &q.m, 2, 200);
+	t_spawn(t, N, queue_worker, args, sizeof(args[0]));
+	t_join_all(t, N);
+	t_hogs_stop(&h);
+	cr_assert_geq(atomic_load(&q.done), N * 200);
+	t_excl_check(&q.check, atomic_load(&q.done));
+	unsigned most = atomic_load(&q.most_registered);
+	cr_assert_geq(most, 8, "at most %u waiters were registered at once: no long queue", most);
+	cr_assert_eq(ursa_mutex_destroy(&q.m), 0);
+}
