@@ -63,10 +63,9 @@ static inline uint64_t ursa__mono_ns(void)
 #define URSA_W_UNIT_SHIFT 16 /* the stamp's unit: 2^16 ns */
 
 /* Waiting time after which a waiter asks for a hand-off (the mutex, the
- * semaphore): the bound on how long newcomers may overtake it. The mutex
- * lengthens it to URSA_FAIR_PER_WAITER_NS for each registered waiter when
- * more than 7 wait (lib/mutex.c, m_wants_handoff), capped at
- * URSA_FAIR_MAX_NS. */
+ * semaphore): the bound on how long newcomers may overtake it. With more
+ * than 7 waiters registered it is URSA_FAIR_PER_WAITER_NS for each
+ * (lib/mutex.c, "Hand-offs"), capped at URSA_FAIR_MAX_NS. */
 #define URSA_FAIR_NS 1000000
 #define URSA_FAIR_PER_WAITER_NS 131072
 #define URSA_FAIR_MAX_NS 1000000000
@@ -88,9 +87,12 @@ static inline bool ursa__waited_ns(struct ursa_waiter *w, uint64_t ns)
 	return since >= (uint32_t)(ns >> URSA_W_UNIT_SHIFT);
 }
 
-static inline bool ursa__waited_fair_ns(struct ursa_waiter *w)
+/* Has this waiter, with nwaiters registered, waited long enough to ask
+ * for a hand-off? */
+static inline bool ursa__waited_fair(struct ursa_waiter *w, uint32_t nwaiters)
 {
-	return ursa__waited_ns(w, URSA_FAIR_NS);
+	uint64_t ns = (uint64_t)nwaiters * URSA_FAIR_PER_WAITER_NS;
+	return ursa__waited_ns(w, ns > URSA_FAIR_NS ? ns : URSA_FAIR_NS);
 }
 
 /*

@@ -214,8 +214,7 @@ static bool m_wants_handoff(struct ursa_waiter *w, uint32_t v)
 		return true;
 	if ((w->aux & URSA_W_RING) && w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER)
 		return true;
-	uint64_t ns = (uint64_t)((v & M_CNT) / M_CNT_ONE) * URSA_FAIR_PER_WAITER_NS;
-	return ursa__waited_ns(w, ns > URSA_FAIR_NS ? ns : URSA_FAIR_NS);
+	return ursa__waited_fair(w, (v & M_CNT) / M_CNT_ONE);
 }
 
 static int mutex_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)

@@ -74,8 +74,9 @@
  * Fairness (include/ursa/sem.h). With one wake in flight a sleeper gets a
  * chance only when the woken waiter before it has stepped, while threads
  * that keep posting and waiting take the units from value; a waiter could
- * starve. So a waiter that has waited URSA_FAIR_NS (1 ms) sets REQ when it
- * steps, and the next post hands its unit to the woken waiter instead:
+ * starve. So a waiter that has waited URSA_FAIR_NS (1 ms; with more than 7
+ * registered, URSA_FAIR_PER_WAITER_NS each, as the mutex's: lib/mutex.c,
+ * "Hand-offs") sets REQ when it steps, and the next post hands its unit to the woken waiter instead:
  * HANDED is invisible to trywait, the spin and waiters that have not
  * slept (newcomers cannot barge), and the kernel's futex queue is FIFO,
  * so the woken waiter is the longest asleep. Each hand-off serves one
@@ -320,8 +321,11 @@ static int sem_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (w->registered && !w->slept)
 			break; /* registered in this step; value went back to 0 */
 		if (!asked) {
-			/* The first registration starts the waiter's clock. */
-			req = ursa__waited_fair_ns(w) && w->slept;
+			/* The first registration starts the waiter's clock;
+			 * the time to wait grows with the queue (lib/mutex.c,
+			 * "Hand-offs"). */
+			uint32_t nw = ld_relaxed(&s->__waiters) & S_COUNT;
+			req = ursa__waited_fair(w, nw) && w->slept;
 			asked = true;
 		}
 		/* Register, and once we have slept clear WOKEN (we may be the

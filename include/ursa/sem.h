@@ -14,13 +14,15 @@
  * that posts and waits again may take the unit before a woken waiter runs.
  *
  * Fairness: a waiter that has slept and has waited 1 ms asks for a
- * hand-off; the next post that finds no unit free gives its unit to the
- * woken waiter (the longest asleep: the kernel's futex queue is first in,
- * first out), and trywait, spinning waiters and waiters that have not yet
- * slept cannot take it. So once a waiter has waited 1 ms it is overtaken
+ * hand-off (with more than 7 waiters, 131 us per waiter: 4.2 ms with 32,
+ * so that hand-offs, each costing a wake-up latency, stay rare however
+ * long the queue); the next post that finds no unit free gives its unit to
+ * the woken waiter (the longest asleep: the kernel's futex queue is first
+ * in, first out), and trywait, spinning waiters and waiters that have not
+ * yet slept cannot take it. So once a waiter has waited that long it is overtaken
  * for at most about one hand-off per waiter queued before it, each about
  * one wake-up latency (measured: 32 threads on 2 CPUs, 1 us sections, the
- * worst thread's p99 wait 7-10 ms); a ring waiter also until its event
+ * worst thread's p99 wait 1-11 ms); a ring waiter also until its event
  * loop handles its completion. No waiter starves, but a semaphore of
  * count 1 used as a lock is not FIFO: it trades some fairness for
  * throughput (figures: bench/README.md). A thread that has kept posting

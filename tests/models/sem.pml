@@ -14,7 +14,8 @@
  * (ursa_sem_wait_async: lib/async.c) and a wait-any-like waiter
  * (lib/wait_any.c: woken here, it may leave having taken another object,
  * without stepping) run the same steps. Whether a waiter that has slept
- * has waited the 1 ms that lets it set REQ is a free choice at each of its
+ * has waited the time that lets it set REQ (1 ms, or 131 us per registered
+ * waiter when longer) is a free choice at each of its
  * steps, so every interleaving of requests is explored.
  *
  * Checked: no lost wakeup / no deadlock (every waiter that needs a unit
@@ -196,7 +197,7 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 
 /* sem_step: take; else (once it has slept) claim; else register and/or
  * (once it has slept: it may be the woken waiter) clear WOKEN, and maybe
- * ask for a hand-off (has it waited 1 ms? a free choice), in one seq_cst
+ * ask for a hand-off (has it waited long enough? a free choice), in one seq_cst
  * CAS (a hand-off pending by then is claimed first), and look at the
  * count once more. A registered waiter that has not slept sleeps again. */
 #define sem_step(r)							\

@@ -596,6 +596,80 @@ Test(sem, handoff_serves_sleeping_waiter_against_hogs)
 	hand_assert_seen(h, sl.rounds);
 }
 
+/* A long queue. With more than 7 waiters registered, the time after which
+ * a waiter asks for a hand-off grows with the queue (131 us a waiter, as
+ * the mutex's). Twelve threads that each take the unit of a semaphore of
+ * count 1 at least 200 times (holding it ~1 us), beside two more that take
+ * it and post at once, must all finish, with exclusion held and the unit
+ * conserved. The run must have had more than 7 waiters registered at once
+ * (bits 0-23 of __waiters, seen by the holders): the workers run on until
+ * a holder has seen that (or 100 x their 200 turns). */
+struct sem_queue {
+	ursa_sem_t s;
+	struct t_excl check;
+	atomic_uint most_registered;
+	atomic_long done;
+	atomic_int stop;
+};
+
+static void sem_queue_hold(struct sem_queue *q, int spin)
+{
+	t_excl_enter(&q->check);
+	unsigned n = __atomic_load_n(&q->s.__waiters, __ATOMIC_RELAXED) & 0x00ffffffu;
+	unsigned most = atomic_load(&q->most_registered);
+	while (n > most && !atomic_compare_exchange_weak(&q->most_registered, &most, n))
+		;
+	for (volatile int k = 0; k < spin; k++)
+		;
+	t_excl_leave(&q->check);
+}
+
+static void *sem_queue_worker(void *arg)
+{
+	struct sem_queue *q = *(struct sem_queue **)arg;
+	for (int i = 0; i < 200 || (atomic_load(&q->most_registered) < 8 && i < 20000); i++) {
+		cr_assert_eq(ursa_sem_wait(&q->s), 0);
+		sem_queue_hold(q, 300);
+		atomic_fetch_add(&q->done, 1);
+		cr_assert_eq(ursa_sem_post(&q->s), 0);
+	}
+	return NULL;
+}
+
+static void *sem_queue_hog(void *arg)
+{
+	struct sem_queue *q = *(struct sem_queue **)arg;
+	while (!atomic_load(&q->stop)) {
+		cr_assert_eq(ursa_sem_wait(&q->s), 0);
+		sem_queue_hold(q, 200);
+		atomic_fetch_add(&q->done, 1);
+		cr_assert_eq(ursa_sem_post(&q->s), 0);
+	}
+	return NULL;
+}
+
+Test(sem, long_queue_every_waiter_progresses_against_hogs)
+{
+	static struct sem_queue q;
+	enum { N = 12, H = 2 };
+	struct sem_queue *args[N];
+	pthread_t t[N], hogs[H];
+	memset(&q, 0, sizeof(q));
+	cr_assert_eq(ursa_sem_init(&q.s, 1, 0), 0);
+	for (int i = 0; i < N; i++)
+		args[i] = &q;
+	t_spawn(hogs, H, sem_queue_hog, args, sizeof(args[0]));
+	t_spawn(t, N, sem_queue_worker, args, sizeof(args[0]));
+	t_join_all(t, N);
+	atomic_store(&q.stop, 1);
+	t_join_all(hogs, H);
+	t_excl_check(&q.check, atomic_load(&q.done));
+	unsigned most = atomic_load(&q.most_registered);
+	cr_assert_geq(most, 8, "at most %u waiters were registered at once: no long queue", most);
+	cr_assert_eq(ursa_sem_value(&q.s), 1, "the unit was not conserved");
+	cr_assert_eq(ursa_sem_destroy(&q.s), 0);
+}
+
 /* ---- timed waits that time out among hand-offs ----------------------- */
 
 struct timed {
