@@ -44,7 +44,10 @@
 #
 # URSA_PG_SECONDS (default 8) per pgbench run, URSA_PG_ROUNDS (default 3),
 # URSA_PG_RUNS (default "tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"; MODE:CLIENTS
-# with MODE tpcb, N or S), URSA_PG_SCALE (default 5). About 6 minutes with
+# with MODE tpcb, N or S), URSA_PG_SCALE (default 5). URSA_PG_PERF: perf
+# events (perf stat -e syntax) counted system-wide during every timed
+# pgbench run and printed per transaction after each lifetime's line (the
+# client's share is the same on both sides). About 6 minutes with
 # the defaults. Needs root (to install the packages when missing, and to run
 # the server as the unprivileged user postgres) or to be run as an
 # unprivileged user that can run initdb.
@@ -55,6 +58,7 @@ secs=${URSA_PG_SECONDS:-8}
 rounds=${URSA_PG_ROUNDS:-3}
 runs=${URSA_PG_RUNS:-"tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"}
 scale=${URSA_PG_SCALE:-5}
+perf_events=${URSA_PG_PERF:-}
 
 die() {
 	echo "postgres.sh: $*" >&2
@@ -151,13 +155,18 @@ lifetime() {
 	psql -d bench -c checkpoint
 
 	# Running totals of the history's deltas: all runs, TPC-B runs.
-	local line="   $label ($side):" r tot_all=0 tot_tpcb=0
+	local line="   $label ($side):" r tot_all=0 tot_tpcb=0 perf_lines=
 	for r in $runs; do
 		local mode=${r%%:*} c=${r#*:} flag=
 		case $mode in N) flag=-N ;; S) flag=-S ;; esac
 		local out="$work/$label.$mode.$c.out"
 		local before after
 		before=$(sums)
+		local perf_pid=
+		if [ -n "$perf_events" ] && [ "$stats" != 1 ]; then
+			perf stat -a -x, -e "$perf_events" -o "$out.perf" sleep "$t" &
+			perf_pid=$!
+		fi
 		if ! pgbench $flag -c "$c" -j 2 -T "$t" bench >"$out" 2>&1; then
 			cat "$out"
 			fail "$label $r: pgbench exited non-zero"
@@ -184,8 +193,14 @@ lifetime() {
 		fi
 		echo "$label $r ${tps:-0}" >>"$work/tps"
 		line+=" $r ${tps:-?}"
+		if [ -n "$perf_pid" ]; then
+			wait "$perf_pid" || true
+			perf_lines+="      $r per transaction:$(awk -F, -v n="${ntx:-0}" \
+				'$1 ~ /^[0-9.]+$/ && n > 0 { printf " %s %.2f", $3, $1 / n }' "$out.perf")"$'\n'
+		fi
 	done
 	echo "$line"
+	[ -n "$perf_lines" ] && printf '%s' "$perf_lines"
 	as_user "$pgbin/pg_ctl" -D "$data" -m fast -w stop >/dev/null || die "$label: stop failed"
 
 	if [ "$stats" = 1 ]; then
