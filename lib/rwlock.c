@@ -424,7 +424,8 @@ static inline uint32_t rw_stamp(void)
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_rwlock_t *l = obj;
-	bool first = w->aux & URSA_W_RING;
+	bool ring = w->aux & URSA_W_RING;
+	bool first = ring;
 	uint32_t waited = 0;
 	if (!first && w->registered) {
 		waited = (rw_stamp() - w->aux) >> 1;
@@ -465,7 +466,7 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		 * were that owner slow (or blocked itself), the writer steps
 		 * again and takes the free lock. A ring writer cannot bound
 		 * its sleep. */
-		if (w->aux & URSA_W_RING)
+		if (ring)
 			out->bound_us = 0;
 		else
 			out->bound_us = first ? URSA_HANDED_SLEEP_MS * 1000u
