@@ -154,18 +154,27 @@ URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
  * state is initial-exec TLS (as lib/cancel.h's): no __tls_get_addr. */
 #define URSA_TURN_NS 1000000
 #define URSA_TURN_LOOK_EVERY 64
+/* The semaphore's turn: shorter, because a semaphore's poster keeps
+ * posting and waiting again, and the share of the threads it keeps out
+ * follows how often the turn passes (lib/sem.c, "Turns"). */
+#define URSA_SEM_TURN_NS 100000
 struct ursa__turn_state {
 	unsigned woken_releases;
 	uint64_t since; /* when this run of such releases was first timed; 0: not timing */
 };
 extern __thread struct ursa__turn_state ursa__turn
 	__attribute__((tls_model("initial-exec"), visibility("hidden")));
-URSA_PRIVATE_FN void ursa__turn_look(void);
+URSA_PRIVATE_FN void ursa__turn_look(uint64_t turn_ns);
+
+static inline void ursa__let_woken_run_ns(uint64_t turn_ns)
+{
+	if (++ursa__turn.woken_releases % URSA_TURN_LOOK_EVERY == 0)
+		ursa__turn_look(turn_ns);
+}
 
 static inline void ursa__let_woken_run(void)
 {
-	if (++ursa__turn.woken_releases % URSA_TURN_LOOK_EVERY == 0)
-		ursa__turn_look();
+	ursa__let_woken_run_ns(URSA_TURN_NS);
 }
 
 static inline void ursa__turn_stop(void)

@@ -393,12 +393,12 @@ int ursa__mutex_trylock_slow(ursa_mutex_t *m)
  * inline fast path) does not: the next run may then yield once early. */
 __thread struct ursa__turn_state ursa__turn;
 
-void ursa__turn_look(void)
+void ursa__turn_look(uint64_t turn_ns)
 {
 	uint64_t now = ursa__mono_ns();
 	if (!ursa__turn.since) {
 		ursa__turn.since = now;
-	} else if (now - ursa__turn.since >= URSA_TURN_NS) {
+	} else if (now - ursa__turn.since >= turn_ns) {
 		ursa__turn.since = 0;
 		sched_yield();
 	}

@@ -26,7 +26,7 @@
  * loop handles its completion. No waiter starves, but a semaphore of
  * count 1 used as a lock is not FIFO: it trades some fairness for
  * throughput (figures: bench/README.md). A thread that has kept posting
- * for 1 ms while a woken waiter had not yet run yields its CPU.
+ * for 100 us while a woken waiter had not yet run yields its CPU.
  */
 #ifndef URSA_SEM_H
 #define URSA_SEM_H
