@@ -49,7 +49,9 @@
  * never yielding let the least-served thread's share fall below glibc's
  * (0.07 of the mean at 32 threads, glibc 0.13). After 1 ms of the clock:
  * 1.03-1.56x glibc on those sections at 4-32 threads, the least-served
- * share 0.34-0.89 (glibc 0.15-0.90).
+ * share 0.34-0.89 (glibc 0.15-0.90). Turns of 100 or 250 us raised that
+ * share with 1 us sections at 16-32 threads to 0.68-0.84 but cost 10-20%
+ * at 4-8 threads, under glibc's rate at 8 ("The mutex's turn").
  *
  * Hand-offs: a blocked waiter asks (REQ) once it has waited URSA_FAIR_NS
  * (1 ms), or URSA_FAIR_PER_WAITER_NS (131 us) for each registered waiter
