@@ -146,8 +146,9 @@ static inline unsigned ursa__spin_learn(unsigned est, int rounds, bool won)
 URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
 
 /* Turns (lib/mutex.c): how long a thread may keep releasing a mutex, or
- * posting a semaphore, to a woken waiter that has not run yet before it
- * yields its CPU, and at which of those releases it looks at the clock.
+ * posting a semaphore, to a woken waiter that has not run yet (a
+ * semaphore: or to the same semaphore's waiters, post after post) before
+ * it yields its CPU, and at which of those releases it looks at the clock.
  * ursa__let_woken_run: we released with a woken waiter on its way;
  * ursa__turn_stop: we released with none (or handed off). Both inline but
  * for the clock: a contended unlock or post reaches them. The thread's
@@ -161,6 +162,8 @@ URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
 struct ursa__turn_state {
 	unsigned woken_releases;
 	uint64_t since; /* when this run of such releases was first timed; 0: not timing */
+	const void *posted; /* the semaphore this thread last posted with waiters
+			       registered (lib/sem.c, "Turns") */
 };
 extern __thread struct ursa__turn_state ursa__turn
 	__attribute__((tls_model("initial-exec"), visibility("hidden")));

@@ -27,11 +27,13 @@
  *                    the maximum, unchanged), then load __waiters
  *                    (seq_cst): waiters registered and not WOKEN: set
  *                    WOKEN, wake one (the designated waker). A post that
- *                    finds WOKEN already set runs the turn clock
- *                    (lib/mutex.c, "Turns": after URSA_SEM_TURN_NS, 100
- *                    us, of such posts the poster yields, so the woken
- *                    waiter gets a CPU; "Turns" below says why shorter
- *                    than the mutex's 1 ms).
+ *                    finds WOKEN already set, or that posts again the
+ *                    semaphore this thread posted last, runs the turn
+ *                    clock (lib/mutex.c, "Turns": after URSA_SEM_TURN_NS,
+ *                    100 us, of such posts the poster yields, so the
+ *                    woken waiter gets a CPU; "Turns" below says why
+ *                    shorter than the mutex's 1 ms, and why the same
+ *                    semaphore).
  *   step (waiter):   take from value if it can; else, once it has slept,
  *                    claim HANDED if set (deregistering and clearing WOKEN
  *                    in the same CAS); else register (count + 1) and, once
@@ -93,6 +95,24 @@
  * and 0.80-0.86 at 16 (0.60-0.72 before), for about 8% of the matrix's sem
  * throughput (bench/README.md, "The semaphore's turn"). The clock changes
  * no word: the protocol and its model are the same.
+ *   The clock first ran only for posts that found an earlier post's woken
+ * waiter still on its way. With short sections the woken waiter often
+ * runs at once, finds the unit taken back and sleeps again, so the next
+ * post wakes another and the clock stopped at almost every post: a
+ * thread kept the unit for as long as the scheduler let it run (32
+ * threads on 2 CPUs, empty sections: 0-1 turn yields per thread in 0.3 s,
+ * the most-served thread 3 times the mean, the least-served 0.47). So a
+ * post to the semaphore this thread posted last (with waiters registered
+ * both times) runs the clock too; a post to another semaphore stops it,
+ * as before, so a thread that posts one waiter's semaphore after
+ * another's (PostgreSQL's backends) never yields for it. Measured (6+6
+ * alternating runs of the matrix's sem rows, bench/README.md, "The
+ * semaphore's turn, post after post"; then 3+3 alternating runs with the
+ * change built in): the least-served share at 16-32 threads 0.54-0.76 ->
+ * 0.74-0.91 with empty sections and 0.55-0.83 -> 0.84-0.90 with 100 ns
+ * (glibc 0.83-0.98); 100 ns at 8-32 threads 1.10-1.30x glibc ->
+ * 1.35-1.69x; the sem rows' geometric mean 1.71-1.75 -> 1.80-1.84x. Its
+ * cost: 1 us at 2 threads 1.07-1.16x -> 1.04-1.11x.
  *
  * Limits: a registered waiter that vanishes without leaving (its process
  * killed, its ring torn down with the wait in flight) leaves the count
@@ -230,12 +250,18 @@ int ursa_sem_post(ursa_sem_t *s)
 	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
 	if (!(w & S_COUNT))
 		return 0;
-	/* Posting while an earlier post's woken waiter has not run yet: after
-	 * a while of this, let it run (lib/mutex.c, "Turns"). A post that
-	 * wakes one itself starts the clock afresh: a semaphore per waiter
-	 * (PostgreSQL's backends) wakes at nearly every post, and waiters
-	 * that are not starved must not make the poster yield. */
-	if (s_wake_one(s, w))
+	/* Posting while an earlier post's woken waiter has not run yet, or
+	 * posting again the semaphore this thread posted last while waiters
+	 * are registered (it took the unit back in between: the waiters it
+	 * woke lost it to this thread): after a while of this, let them run
+	 * (lib/mutex.c, "Turns"; "Turns" above). A post that wakes one on a
+	 * semaphore other than the one posted last starts the clock afresh:
+	 * a semaphore per waiter (PostgreSQL's backends) wakes at nearly
+	 * every post, and a thread that posts one waiter's semaphore after
+	 * another's is not keeping anyone out. */
+	bool again = ursa__turn.posted == s;
+	ursa__turn.posted = s;
+	if (s_wake_one(s, w) || again)
 		ursa__let_woken_run_ns(URSA_SEM_TURN_NS);
 	else
 		ursa__turn_stop();

@@ -882,3 +882,141 @@ Test(sem, handoff_with_wait_any_conserves_units)
 	sleeper_check(&sl);
 	hand_assert_seen(h, sl.rounds);
 }
+
+/* ---- the poster's turn: posting the same semaphore again --------------- */
+
+/* sched_yield, counted per thread: this program's definition comes before
+ * libc's for the library too (lib/mutex.c's turn clock calls it). Not
+ * instrumented: the sanitizers' runtimes call it as well. */
+static _Thread_local long turn_yields;
+
+__attribute__((no_sanitize("address", "thread", "undefined"))) int sched_yield(void)
+{
+	turn_yields++;
+	return (int)syscall(SYS_sched_yield);
+}
+
+struct turn_sleeper {
+	ursa_sem_t s;
+	atomic_int stop;
+	atomic_long tid;
+	atomic_long took; /* the sleeper won the unit (it posts it back) */
+};
+
+/* Waits of at most 500 us: none waits long enough to ask for a hand-off
+ * (which would make the poster hand the unit over instead of posting). */
+static void *turn_sleeper_fn(void *arg)
+{
+	struct turn_sleeper *t = arg;
+	atomic_store(&t->tid, (long)syscall(SYS_gettid));
+	while (!atomic_load(&t->stop)) {
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
+		dl.tv_nsec += 500000;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_nsec -= 1000000000L;
+			dl.tv_sec++;
+		}
+		int r = ursa_sem_timedwait(&t->s, CLOCK_MONOTONIC, &dl);
+		cr_assert(r == 0 || r == -ETIMEDOUT, "timedwait: %d", r);
+		if (r == 0 && !atomic_load(&t->stop)) {
+			/* Give it back, and let the poster take it. */
+			atomic_fetch_add(&t->took, 1);
+			cr_assert_eq(ursa_sem_post(&t->s), 0);
+			while (ursa_sem_value(&t->s) > 0 && !atomic_load(&t->stop))
+				sched_yield();
+		}
+	}
+	return NULL;
+}
+
+/* Wait until the thread sleeps ('S' in /proc: its only sleep is the
+ * futex wait in ursa_sem_wait, so it is registered and has stepped since
+ * its last wake). */
+static void turn_wait_asleep(struct turn_sleeper *t)
+{
+	long tid;
+	while ((tid = atomic_load(&t->tid)) == 0)
+		;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 2000);
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		cr_assert_not_null(f);
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		const char *p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return;
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		cr_assert(now.tv_sec < dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec < dl.tv_nsec),
+			  "the sleeper did not go back to sleep within 2 s");
+	}
+}
+
+/* Post the sleeper's semaphore (it sleeps: this post wakes it) and take
+ * the unit back before it can, or after it gave it back. */
+static void turn_post_retake(struct turn_sleeper *t)
+{
+	turn_wait_asleep(t);
+	cr_assert_eq(ursa_sem_post(&t->s), 0);
+	while (ursa_sem_trywait(&t->s) != 0)
+		; /* the sleeper won it: it posts it back */
+}
+
+static void turn_start(struct turn_sleeper *t, pthread_t *tp)
+{
+	memset(t, 0, sizeof(*t));
+	cr_assert_eq(ursa_sem_init(&t->s, 0, 0), 0);
+	cr_assert_eq(pthread_create(tp, NULL, turn_sleeper_fn, t), 0);
+}
+
+static void turn_finish(struct turn_sleeper *t, pthread_t tp)
+{
+	atomic_store(&t->stop, 1);
+	cr_assert_eq(ursa_sem_post(&t->s), 0);
+	cr_assert_eq(pthread_join(tp, NULL), 0);
+	cr_assert_eq(ursa_sem_destroy(&t->s), 0);
+}
+
+/* A thread that keeps posting a semaphore and taking the unit back while
+ * a waiter sleeps on it keeps that waiter out: each post wakes it, it
+ * finds the unit gone and sleeps again, so no post finds a woken waiter
+ * still on its way. Such a poster must still get its turn clock run
+ * (lib/sem.c, "Turns") and yield. The posts here are spread over well
+ * more than 100 us (each waits for the sleeper to sleep again). */
+Test(sem, reposting_the_same_semaphore_yields_its_turn)
+{
+	struct turn_sleeper t;
+	pthread_t tp;
+	turn_start(&t, &tp);
+	turn_yields = 0;
+	int i;
+	for (i = 0; i < 2000 && turn_yields == 0; i++)
+		turn_post_retake(&t);
+	long yields = turn_yields;
+	turn_finish(&t, tp);
+	cr_assert_geq(yields, 1,
+		      "%d posts of one semaphore, each waking its sleeper, and no yield (it won the unit %ld times)",
+		      i, atomic_load(&t.took));
+}
+
+/* Posting one waiter's semaphore after another's (PostgreSQL's backends,
+ * a semaphore per waiter) keeps nobody out: that poster never yields for
+ * it, however long it goes on. */
+Test(sem, posting_different_semaphores_in_turn_does_not_yield)
+{
+	struct turn_sleeper t[2];
+	pthread_t tp[2];
+	turn_start(&t[0], &tp[0]);
+	turn_start(&t[1], &tp[1]);
+	turn_yields = 0;
+	for (int i = 0; i < 1000; i++)
+		turn_post_retake(&t[i & 1]);
+	long yields = turn_yields;
+	turn_finish(&t[0], tp[0]);
+	turn_finish(&t[1], tp[1]);
+	cr_assert_eq(yields, 0, "%ld yields posting two semaphores in turn", yields);
+}
