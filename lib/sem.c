@@ -105,7 +105,8 @@
  * post to the semaphore this thread posted last (with waiters registered
  * both times) runs the clock too; a post to another semaphore stops it,
  * as before, so a thread that posts one waiter's semaphore after
- * another's (PostgreSQL's backends) never yields for it. Measured (6+6
+ * another's (PostgreSQL's backends), each post waking its waiter, does
+ * not yield for that. Measured (6+6
  * alternating runs of the matrix's sem rows, bench/README.md, "The
  * semaphore's turn, post after post"; then 3+3 alternating runs with the
  * change built in): the least-served share at 16-32 threads 0.54-0.76 ->

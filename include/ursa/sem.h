@@ -30,7 +30,7 @@
  * does one that has kept posting the same semaphore for 100 us while
  * waiters sleep on it (taking the unit back in between: the waiters it
  * wakes find it gone). Posting different semaphores one after another (a
- * semaphore per waiter) never makes a thread yield.
+ * semaphore per waiter), each post waking its waiter, does not.
  */
 #ifndef URSA_SEM_H
 #define URSA_SEM_H

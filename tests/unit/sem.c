@@ -1004,8 +1004,8 @@ Test(sem, reposting_the_same_semaphore_yields_its_turn)
 }
 
 /* Posting one waiter's semaphore after another's (PostgreSQL's backends,
- * a semaphore per waiter) keeps nobody out: that poster never yields for
- * it, however long it goes on. */
+ * a semaphore per waiter), each post waking a waiter that sleeps, keeps
+ * nobody out: that poster does not yield, however long it goes on. */
 Test(sem, posting_different_semaphores_in_turn_does_not_yield)
 {
 	struct turn_sleeper t[2];
