@@ -929,31 +929,18 @@ static void *turn_sleeper_fn(void *arg)
 	return NULL;
 }
 
-/* Wait until the thread sleeps ('S' in /proc: its only sleep is the
- * futex wait in ursa_sem_wait, so it is registered and has stepped since
- * its last wake). */
+/* Wait until the thread sleeps (t_is_sleeping: its only sleep is the
+ * futex wait in ursa_sem_timedwait, so it is registered and has stepped
+ * since its last wake). Not t_wait_sleeping: that yields, and this
+ * thread's yields are what the tests count. */
 static void turn_wait_asleep(struct turn_sleeper *t)
 {
 	long tid;
 	while ((tid = atomic_load(&t->tid)) == 0)
 		;
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
-	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 2000);
-	for (;;) {
-		FILE *f = fopen(path, "r");
-		cr_assert_not_null(f);
-		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = 0;
-		const char *p = strrchr(buf, ')');
-		if (p && p[1] == ' ' && p[2] == 'S')
-			return;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		cr_assert(now.tv_sec < dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec < dl.tv_nsec),
-			  "the sleeper did not go back to sleep within 2 s");
-	}
+	uint64_t end = t_now_ns() + 2000000000ull;
+	while (!t_is_sleeping((pid_t)tid))
+		cr_assert(t_now_ns() < end, "the sleeper did not go back to sleep within 2 s");
 }
 
 /* Post the sleeper's semaphore (it sleeps: this post wakes it) and take
