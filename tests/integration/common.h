@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/integration/common.h — pieces shared by the contention tests
- * (tests/integration/contended.c) and the stress program
- * (tests/stress/stress.c): plain C, no test framework, header-only.
+ * (tests/integration/contended.c), the stress program
+ * (tests/stress/stress.c) and the unit tests' microsecond deadlines: plain
+ * C, no test framework, header-only.
  */
 #ifndef URSA_TESTS_INTEGRATION_COMMON_H
 #define URSA_TESTS_INTEGRATION_COMMON_H

@@ -2,6 +2,7 @@
 /* tests/unit/async.c — the async API on the mutex: starters, completion,
  * deadlines, cancel, ring faults, bad input, and exactly-once under races. */
 #include "tests/helpers.h"
+#include "tests/integration/common.h" /* t_after_us */
 
 #include <errno.h>
 #include <liburing.h>
@@ -295,12 +296,8 @@ static void race(int mode /* 0 cancel, 1 timeout */, int iters, int *n_acquired,
 		struct ursa_op op = URSA_OP_INIT;
 		cr_assert_eq(ursa_mutex_lock(&x.m), 0);
 		if (mode == 1) {
-			struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
-			dl.tv_nsec += (i % 40) * 1000; /* 0..40 us from now */
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_nsec -= 1000000000L;
-				dl.tv_sec++;
-			}
+			/* 0..40 us from now */
+			struct timespec dl = t_after_us(CLOCK_MONOTONIC, i % 40);
 			cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
 		}
 		int rc = ursa_mutex_lock_async(&r, &x.m, &op);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/unit/sem.c — ursa_sem_t: counts conserved, errors, timeouts, sharing. */
 #include "tests/helpers.h"
+#include "tests/integration/common.h" /* t_after_us */
 
 #include <errno.h>
 #include <sched.h>
@@ -694,12 +695,7 @@ static void *hand_timed(void *arg)
 	long i;
 	for (i = 0; i < tm->max && (i < tm->min || !timed_enough(tm)); i++) {
 		/* Deadlines 0..50 us from now. */
-		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
-		dl.tv_nsec += ((i * 7 + id * 13) % 51) * 1000;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_nsec -= 1000000000L;
-			dl.tv_sec++;
-		}
+		struct timespec dl = t_after_us(CLOCK_MONOTONIC, (i * 7 + id * 13) % 51);
 		long sw = t_nvcsw();
 		int r = ursa_sem_timedwait(&h->s, CLOCK_MONOTONIC, &dl);
 		bool slept = t_nvcsw() != sw;
@@ -910,12 +906,7 @@ static void *turn_sleeper_fn(void *arg)
 	struct turn_sleeper *t = arg;
 	atomic_store(&t->tid, (long)syscall(SYS_gettid));
 	while (!atomic_load(&t->stop)) {
-		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
-		dl.tv_nsec += 500000;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_nsec -= 1000000000L;
-			dl.tv_sec++;
-		}
+		struct timespec dl = t_after_us(CLOCK_MONOTONIC, 500);
 		int r = ursa_sem_timedwait(&t->s, CLOCK_MONOTONIC, &dl);
 		cr_assert(r == 0 || r == -ETIMEDOUT, "timedwait: %d", r);
 		if (r == 0 && !atomic_load(&t->stop)) {

@@ -5,6 +5,7 @@
  * accounting under deliberate races (threads and processes), bad input.
  */
 #include "tests/helpers.h"
+#include "tests/integration/common.h" /* t_after_us */
 
 #include <errno.h>
 #include <liburing.h>
@@ -635,12 +636,8 @@ static bool acc_waiter(int id, void *arg)
 				atomic_fetch_add(&a->errors, 1);
 			break;
 		default: {
-			struct timespec dl = t_deadline(CLOCK_MONOTONIC, 0);
-			dl.tv_nsec += (long)(rnd(&seed) % 50000);
-			if (dl.tv_nsec >= 1000000000L) {
-				dl.tv_nsec -= 1000000000L;
-				dl.tv_sec++;
-			}
+			/* 0..49 us from now */
+			struct timespec dl = t_after_us(CLOCK_MONOTONIC, (long)(rnd(&seed) % 50));
 			res = ursa_waitq_wait(a->q, slot, CLOCK_MONOTONIC, &dl);
 			if (res == 0)
 				atomic_fetch_add(&a->woken, 1);
