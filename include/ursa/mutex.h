@@ -23,10 +23,11 @@
  * the mutex unused, stay rare however long the queue. Blocked threads
  * sleep in FIFO order, so a waiter is overtaken by running threads for at
  * most about that time per waiter queued before it, plus wake-up latency;
- * a ring waiter also until its event loop handles its completion. A woken waiter often waits for a CPU held by the threads that
- * keep re-taking the mutex: a thread that has kept unlocking for 1 ms
- * while a woken waiter has not yet run yields its CPU (sched_yield), so
- * that the waiter gets a turn about when it would ask for a hand-off.
+ * a ring waiter also until its event loop handles its completion. A woken
+ * waiter often waits for a CPU held by the threads that keep re-taking the
+ * mutex: a thread that has kept unlocking for 1 ms while a woken waiter
+ * has not yet run yields its CPU (sched_yield), so that the waiter gets a
+ * turn about when it would ask for a hand-off.
  * So a contended unlock may make a system call even when it wakes nobody.
  */
 #ifndef URSA_MUTEX_H
