@@ -107,12 +107,12 @@
  * as before, so a thread that posts one waiter's semaphore after
  * another's (PostgreSQL's backends), each post waking its waiter, does
  * not yield for that. Measured (6+6 alternating runs of the matrix's sem
- * rows, bench/README.md, "The semaphore's turn, post after post"; then
- * 3+3 alternating runs with the change built in): the least-served share at 16-32 threads 0.54-0.76 ->
- * 0.74-0.91 with empty sections and 0.55-0.83 -> 0.84-0.90 with 100 ns
- * (glibc 0.83-0.98); 100 ns at 8-32 threads 1.10-1.30x glibc ->
- * 1.35-1.69x; the sem rows' geometric mean 1.71-1.75 -> 1.80-1.84x. Its
- * cost: 1 us at 2 threads 1.07-1.16x -> 1.04-1.11x.
+ * rows, bench/README.md, "The semaphore's turn, post after post"; then 3+3
+ * alternating runs with the change built in): the least-served share at
+ * 16-32 threads 0.54-0.76 -> 0.74-0.91 with empty sections and 0.55-0.83
+ * -> 0.84-0.90 with 100 ns (glibc 0.83-0.98); 100 ns at 8-32 threads
+ * 1.10-1.30x glibc -> 1.35-1.69x; the sem rows' geometric mean 1.71-1.75
+ * -> 1.80-1.84x. Its cost: 1 us at 2 threads 1.07-1.16x -> 1.04-1.11x.
  *
  * Limits: a registered waiter that vanishes without leaving (its process
  * killed, its ring torn down with the wait in flight) leaves the count
