@@ -368,27 +368,32 @@ Test(sem, processes_shared)
 
 /* ---- the fair hand-off (lib/sem.c, "Fairness") ------------------------
  *
- * A semaphore of count 1 used as a lock by two hogs: one waits and posts
- * in a loop, and every 64th time holds the unit for 2 ms (longer than
- * URSA_FAIR_NS) and on posting takes it straight back; the other barges
- * (trywait in a loop: a newcomer that never sleeps). Both yield while
- * they hold it (a holder preempted). A waiter that slept through the long
- * hold is woken by its post, finds the unit taken again and goes back to
- * sleep asking for a hand-off (REQ); the next post keeps its unit in
- * HANDED for the woken waiter, where trywait and the spin cannot take it.
- * Each test adds waiters of one kind — a plain sleeper, timed waits with
+ * A semaphore of count 1 used as a lock by two hogs and a long holder.
+ * One hog waits and posts in a loop, the other barges (trywait in a loop:
+ * a newcomer that never sleeps); both yield while they hold the unit (a
+ * holder preempted). The long holder, in cycles, waits for the unit,
+ * holds it for 2 ms (longer than URSA_FAIR_NS), posts and takes it
+ * straight back. A waiter that slept through the long hold is woken by
+ * that post, finds the unit taken again and goes back to sleep asking for
+ * a hand-off (REQ); the long holder holds on until it sees REQ (or 5 ms
+ * passed), and its next post keeps its unit in HANDED for the woken
+ * waiter, where trywait and the spin cannot take it. Each test adds waiters of one kind — a plain sleeper, timed waits with
  * deadlines of microseconds, ring waits that are cancelled, wait-any over
  * a second semaphore — and checks what must hold whatever the
  * interleaving: exclusion, every thread done, and at the end the one unit
  * back in __value with nothing registered, woken, requested or handed (no
  * unit, wake or registration leaked). Whether a hand-off happens is still
- * up to the scheduler: each poster looks at __waiters just after its
- * post, and a watcher thread polls it, for HANDED; the sleeper adds rounds
- * (bounded) until they saw HAND_MIN hand-offs, and each test asserts they
- * saw one, so a change that makes the hand-off unreachable fails instead
- * of passing untested. (Without the long hold, the waiters often settle
- * into taking turns and nobody waits 1 ms: 1 run in 10 saw no hand-off in
- * 40000 rounds.)
+ * up to the library and the scheduler: each poster looks at __waiters
+ * just after its post, and a watcher thread polls it, for HANDED; the
+ * sleeper adds rounds (bounded) until they saw HAND_MIN hand-offs, and
+ * each test asserts they saw one, so a change that makes the hand-off
+ * unreachable fails instead of passing untested. (Without the long hold,
+ * the waiters often settle into taking turns and nobody waits 1 ms: 1 run
+ * in 10 saw no hand-off in 40000 rounds. With the waiting hog holding long
+ * every 64th round, a starved hog held long rarely: 686 rounds, 17954 of
+ * the sleeper to see ten hand-offs; and in one CI run under SQPOLL, with
+ * another test beside it on the 2 CPUs, none in 20000. The long holder's
+ * cycles do not depend on how often a hog gets in.)
  */
 
 #define SEM_WOKEN  0x04000000u
@@ -397,6 +402,7 @@ Test(sem, processes_shared)
 #define SEM_COUNT  0x00ffffffu
 
 #define HAND_MIN 10
+#define HAND_LONG_NS 2000000ull /* the long hold: longer than URSA_FAIR_NS */
 
 struct hand {
 	ursa_sem_t s;
@@ -406,9 +412,10 @@ struct hand {
 	atomic_long handed_post;  /* posts just after which HANDED was set */
 	atomic_long handed_watch; /* HANDED set, as the watcher saw it */
 	atomic_long hog_rounds;
+	atomic_long long_holds; /* the long holder's cycles */
 	atomic_long errors; /* a wait or post that failed, in a thread */
 	atomic_int hogs_done;
-	pthread_t t[3]; /* waiting hog, barging hog, watcher */
+	pthread_t t[4]; /* waiting hog, barging hog, long holder, watcher */
 };
 
 static long hand_seen(struct hand *h)
@@ -427,7 +434,7 @@ static void hand_error(struct hand *h)
 }
 
 /* Holding the unit: the exclusion check, and a section that yields, or
- * (long) lasts 2 ms, longer than URSA_FAIR_NS. */
+ * (long) lasts HAND_LONG_NS. */
 static void hand_section(struct hand *h, bool long_)
 {
 	t_excl_enter(&h->x);
@@ -437,7 +444,7 @@ static void hand_section(struct hand *h, bool long_)
 	uint64_t t0 = t_now_ns();
 	do
 		sched_yield();
-	while (long_ && t_now_ns() - t0 < 2000000);
+	while (long_ && t_now_ns() - t0 < HAND_LONG_NS);
 	t_excl_leave(&h->x);
 	atomic_fetch_add_explicit(&h->entries, 1, memory_order_relaxed);
 }
@@ -466,10 +473,39 @@ static bool hand_held(struct hand *h, int r)
 static void *hand_hog(void *arg)
 {
 	struct hand *h = arg;
-	for (long i = 1; !hand_stopping(h); i++) {
-		if (!hand_held_long(h, ursa_sem_wait(&h->s), i % 64 == 0))
+	while (!hand_stopping(h)) {
+		if (!hand_held(h, ursa_sem_wait(&h->s)))
 			break;
 		atomic_fetch_add_explicit(&h->hog_rounds, 1, memory_order_relaxed);
+	}
+	atomic_fetch_add(&h->hogs_done, 1);
+	return NULL;
+}
+
+/* The long holder's cycle: wait for the unit, hold it long and post
+ * (waking the waiter longest asleep), take it straight back (unless
+ * someone was quicker), hold on until a waiter asks for a hand-off (at
+ * most 5 ms) and post again; then 2 ms off, the others taking turns. */
+static void *hand_long_holder(void *arg)
+{
+	struct hand *h = arg;
+	while (!hand_stopping(h)) {
+		if (!hand_held_long(h, ursa_sem_wait(&h->s), true))
+			break;
+		atomic_fetch_add(&h->long_holds, 1);
+		int r = -EBUSY;
+		for (int k = 0; k < 1000 && r != 0; k++)
+			r = ursa_sem_trywait(&h->s);
+		if (r == 0) {
+			uint64_t end = t_now_ns() + 5000000;
+			while (!(__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_REQ) &&
+			       t_now_ns() < end)
+				sched_yield();
+			if (!hand_held(h, 0))
+				break;
+		}
+		struct timespec off = {0, 2000000};
+		nanosleep(&off, NULL);
 	}
 	atomic_fetch_add(&h->hogs_done, 1);
 	return NULL;
@@ -514,7 +550,8 @@ static struct hand *hand_start(unsigned flags)
 	cr_assert_eq(ursa_sem_init(&h.s, 1, flags), 0);
 	cr_assert_eq(pthread_create(&h.t[0], NULL, hand_hog, &h), 0);
 	cr_assert_eq(pthread_create(&h.t[1], NULL, hand_barger, &h), 0);
-	cr_assert_eq(pthread_create(&h.t[2], NULL, hand_watcher, &h), 0);
+	cr_assert_eq(pthread_create(&h.t[2], NULL, hand_long_holder, &h), 0);
+	cr_assert_eq(pthread_create(&h.t[3], NULL, hand_watcher, &h), 0);
 	while (atomic_load(&h.hog_rounds) < 100)
 		sched_yield(); /* the hogs are running */
 	return &h;
@@ -524,8 +561,8 @@ static struct hand *hand_start(unsigned flags)
 static void hand_finish(struct hand *h)
 {
 	atomic_store(&h->stop, 1);
-	t_join_all(h->t, 3);
-	cr_assert_eq(atomic_load(&h->hogs_done), 2, "every hog finished");
+	t_join_all(h->t, 4);
+	cr_assert_eq(atomic_load(&h->hogs_done), 3, "every hog and the long holder finished");
 	cr_assert_eq(atomic_load(&h->errors), 0, "a wait or post failed");
 	t_excl_check(&h->x, atomic_load(&h->entries));
 	uint32_t w = __atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED);
@@ -543,8 +580,9 @@ static void hand_assert_seen(struct hand *h, long rounds)
 {
 	cr_assert_geq(hand_seen(h), 1,
 		      "hand-off not exercised: HANDED seen after %ld posts and %ld times by the "
-		      "watcher, in %ld rounds of the sleeper",
-		      atomic_load(&h->handed_post), atomic_load(&h->handed_watch), rounds);
+		      "watcher, in %ld rounds of the sleeper and %ld long holds",
+		      atomic_load(&h->handed_post), atomic_load(&h->handed_watch), rounds,
+		      atomic_load(&h->long_holds));
 }
 
 /* The sleeper: plain waits, at least min rounds, then more (up to 20
@@ -604,7 +642,12 @@ Test(sem, handoff_serves_sleeping_waiter_against_hogs)
  * it and post at once, must all finish, with exclusion held and the unit
  * conserved. The run must have had more than 7 waiters registered at once
  * (bits 0-23 of __waiters, seen by the holders): the workers run on until
- * a holder has seen that (or 100 x their 200 turns). */
+ * a holder has seen that (or 100 x their 200 turns), and until then each
+ * holder yields once while it holds the unit (a holder preempted), so that
+ * the threads that run meanwhile find it held and register. (Without that
+ * yield, one run of the suite in about 70, with another test beside it on
+ * the 2 CPUs, saw at most 7 in 20000 turns of each worker: presumably
+ * the waiters took the unit while spinning, and few slept.) */
 struct sem_queue {
 	ursa_sem_t s;
 	struct t_excl check;
@@ -622,6 +665,8 @@ static void sem_queue_hold(struct sem_queue *q, int spin)
 		;
 	for (volatile int k = 0; k < spin; k++)
 		;
+	if (most < 8)
+		sched_yield();
 	t_excl_leave(&q->check);
 }
 
