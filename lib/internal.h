@@ -158,7 +158,7 @@ URSA_PRIVATE_FN int ursa__sem_spin(ursa_sem_t *s, bool timed);
 /* The semaphore's turn: shorter, because a semaphore's poster keeps
  * posting and waiting again, and the share of the threads it keeps out
  * follows how often the turn passes (lib/sem.c, "Turns"). */
-#define URSA_SEM_TURN_NS 100000
+#define URSA_SEM_TURN_NS 25000
 struct ursa__turn_state {
 	unsigned woken_releases;
 	uint64_t since; /* when this run of such releases was first timed; 0: not timing */

@@ -30,7 +30,7 @@
  *                    finds WOKEN already set, or that posts again the
  *                    semaphore this thread posted last, runs the turn
  *                    clock (lib/mutex.c, "Turns": after URSA_SEM_TURN_NS,
- *                    100 us, of such posts the poster yields, so the
+ *                    25 us, of such posts the poster yields, so the
  *                    woken waiter gets a CPU; "Turns" below says why
  *                    shorter than the mutex's 1 ms, and why the same
  *                    semaphore).
@@ -80,12 +80,12 @@
  * that keep posting and waiting take the units from value; a waiter could
  * starve. So a waiter that has waited URSA_FAIR_NS (1 ms; with more than 7
  * registered, URSA_FAIR_PER_WAITER_NS each, as the mutex's: lib/mutex.c,
- * "Hand-offs") sets REQ when it steps, and the next post hands its unit to the woken waiter instead:
- * HANDED is invisible to trywait, the spin and waiters that have not
- * slept (newcomers cannot barge), and the kernel's futex queue is FIFO,
- * so the woken waiter is the longest asleep. Each hand-off serves one
- * sleeper; a requester that goes back to sleep is served within one turn
- * of the queue after its request.
+ * "Hand-offs") sets REQ when it steps, and the next post hands its unit
+ * to the woken waiter instead: HANDED is invisible to trywait, the spin
+ * and waiters that have not slept (newcomers cannot barge), and the
+ * kernel's futex queue is FIFO, so the woken waiter is the longest
+ * asleep. Each hand-off serves one sleeper; a requester that goes back to
+ * sleep is served within one turn of the queue after its request.
  *
  * Turns. A thread that posts and waits again takes the unit back before
  * the woken waiter runs, and keeps it until its turn clock makes it yield:
@@ -93,8 +93,8 @@
  * least-served thread of a 0.3 s run got 0.32-0.46 of the mean at 32
  * threads with 1 us sections (glibc 0.75-0.93); with 100 us, 0.63-0.72,
  * and 0.80-0.86 at 16 (0.60-0.72 before), for about 8% of the matrix's sem
- * throughput (bench/README.md, "The semaphore's turn"). The clock changes
- * no word: the protocol and its model are the same.
+ * throughput (bench/README.md, "The semaphore's turn"); 25 us now (below).
+ * The clock changes no word: the protocol and its model are the same.
  *   The clock first ran only for posts that found an earlier post's woken
  * waiter still on its way. With short sections the woken waiter often
  * runs at once, finds the unit taken back and sleeps again, so the next
@@ -107,12 +107,19 @@
  * as before, so a thread that posts one waiter's semaphore after
  * another's (PostgreSQL's backends), each post waking its waiter, does
  * not yield for that. Measured (6+6 alternating runs of the matrix's sem
- * rows, bench/README.md, "The semaphore's turn, post after post"; then 3+3
- * alternating runs with the change built in): the least-served share at
- * 16-32 threads 0.54-0.76 -> 0.74-0.91 with empty sections and 0.55-0.83
- * -> 0.84-0.90 with 100 ns (glibc 0.83-0.98); 100 ns at 8-32 threads
- * 1.10-1.30x glibc -> 1.35-1.69x; the sem rows' geometric mean 1.71-1.75
- * -> 1.80-1.84x. Its cost: 1 us at 2 threads 1.07-1.16x -> 1.04-1.11x.
+ * rows, bench/README.md, "The semaphore's turn, post after post"; then
+ * 3+3 alternating runs with the change built in): the least-served share
+ * at 16-32 threads 0.54-0.76 -> 0.74-0.91 with empty sections and
+ * 0.55-0.83 -> 0.84-0.90 with 100 ns (glibc 0.83-0.98); 100 ns at 8-32
+ * threads 1.10-1.30x glibc -> 1.35-1.69x; the sem rows' geometric mean
+ * 1.71-1.75 -> 1.80-1.84x. Its cost: 1 us at 2 threads 1.07-1.16x ->
+ * 1.04-1.11x.
+ *   The turn is 25 us since then (4+4 alternating runs of the sem rows
+ * against 100 us, bench/README.md, "The semaphore's turn: 100 us", last
+ * paragraph): with 100 ns sections the least-served share at 16 / 32
+ * threads 0.86-0.92 / 0.83-0.87 -> 0.93-0.94 / 0.91-0.92, glibc's level,
+ * at the same throughput; 1 us at 8 threads 1.35-1.38x -> 1.26-1.31x, the
+ * rows' geometric mean 1.75-1.83 -> 1.71-1.84.
  *
  * Limits: a registered waiter that vanishes without leaving (its process
  * killed, its ring torn down with the wait in flight) leaves the count

@@ -26,8 +26,8 @@
  * loop handles its completion. No waiter starves, but a semaphore of
  * count 1 used as a lock is not FIFO: it trades some fairness for
  * throughput (figures: bench/README.md). A thread that has kept posting
- * for 100 us while a woken waiter had not yet run yields its CPU, and so
- * does one that has kept posting the same semaphore for 100 us while
+ * for 25 us while a woken waiter had not yet run yields its CPU, and so
+ * does one that has kept posting the same semaphore for 25 us while
  * waiters sleep on it (taking the unit back in between: the waiters it
  * wakes find it gone). Posting different semaphores one after another (a
  * semaphore per waiter), each post waking its waiter, does not.
