@@ -645,8 +645,8 @@ Test(sem, handoff_serves_sleeping_waiter_against_hogs)
  * a holder has seen that (or 100 x their 200 turns), and until then each
  * holder yields once while it holds the unit (a holder preempted), so that
  * the threads that run meanwhile find it held and register. (Without that
- * yield, one run of the suite in about 70, with another test beside it on
- * the 2 CPUs, saw at most 7 in 20000 turns of each worker: presumably
+ * yield, one run of the suite in about 200, with another test beside it
+ * on the 2 CPUs, saw at most 7 in 20000 turns of each worker: presumably
  * the waiters took the unit while spinning, and few slept.) */
 struct sem_queue {
 	ursa_sem_t s;
