@@ -377,12 +377,13 @@ Test(sem, processes_shared)
  * that post, finds the unit taken again and goes back to sleep asking for
  * a hand-off (REQ); the long holder holds on until it sees REQ (or 5 ms
  * passed), and its next post keeps its unit in HANDED for the woken
- * waiter, where trywait and the spin cannot take it. Each test adds waiters of one kind — a plain sleeper, timed waits with
- * deadlines of microseconds, ring waits that are cancelled, wait-any over
- * a second semaphore — and checks what must hold whatever the
- * interleaving: exclusion, every thread done, and at the end the one unit
- * back in __value with nothing registered, woken, requested or handed (no
- * unit, wake or registration leaked). Whether a hand-off happens is still
+ * waiter, where trywait and the spin cannot take it. Each test adds
+ * waiters of one kind — a plain sleeper, timed waits with deadlines of
+ * microseconds, ring waits that are cancelled, wait-any over a second
+ * semaphore — and checks what must hold whatever the interleaving:
+ * exclusion, every thread done, and at the end the one unit back in
+ * __value with nothing registered, woken, requested or handed (no unit,
+ * wake or registration leaked). Whether a hand-off happens is still
  * up to the library and the scheduler: each poster looks at __waiters
  * just after its post, and a watcher thread polls it, for HANDED; the
  * sleeper adds rounds (bounded) until they saw HAND_MIN hand-offs, and
@@ -497,10 +498,14 @@ static void *hand_long_holder(void *arg)
 		for (int k = 0; k < 1000 && r != 0; k++)
 			r = ursa_sem_trywait(&h->s);
 		if (r == 0) {
+			/* Held again (under the exclusion check, as every hold). */
+			t_excl_enter(&h->x);
 			uint64_t end = t_now_ns() + 5000000;
 			while (!(__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_REQ) &&
 			       t_now_ns() < end)
 				sched_yield();
+			t_excl_leave(&h->x);
+			atomic_fetch_add_explicit(&h->entries, 1, memory_order_relaxed);
 			if (!hand_held(h, 0))
 				break;
 		}
