@@ -403,7 +403,13 @@ Test(sem, processes_shared)
 #define SEM_COUNT  0x00ffffffu
 
 #define HAND_MIN 10
-#define HAND_LONG_NS 2000000ull /* the long hold: longer than URSA_FAIR_NS */
+#define HAND_LONG_NS 2000000ull	 /* the long hold: longer than URSA_FAIR_NS */
+#define HAND_REQ_WAIT_NS 5000000ull /* the longest wait for a waiter's REQ */
+
+/* How a holder holds the unit: yielding once (preempted), for
+ * HAND_LONG_NS, or until a waiter asks for a hand-off (REQ set, at most
+ * HAND_REQ_WAIT_NS). */
+enum hand_hold { HOLD_YIELD, HOLD_LONG, HOLD_UNTIL_REQ };
 
 struct hand {
 	ursa_sem_t s;
@@ -434,9 +440,20 @@ static void hand_error(struct hand *h)
 	atomic_fetch_add(&h->errors, 1);
 }
 
-/* Holding the unit: the exclusion check, and a section that yields, or
- * (long) lasts HAND_LONG_NS. */
-static void hand_section(struct hand *h, bool long_)
+static bool hand_held_on(struct hand *h, enum hand_hold how, uint64_t t0)
+{
+	uint64_t dt = t_now_ns() - t0;
+	if (how == HOLD_LONG)
+		return dt < HAND_LONG_NS;
+	if (how == HOLD_UNTIL_REQ)
+		return dt < HAND_REQ_WAIT_NS &&
+		       !(__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_REQ);
+	return false;
+}
+
+/* Holding the unit: the exclusion check, and a section that yields, held
+ * as how says. */
+static void hand_section(struct hand *h, enum hand_hold how)
 {
 	t_excl_enter(&h->x);
 	t_excl_write(&h->x);
@@ -445,20 +462,20 @@ static void hand_section(struct hand *h, bool long_)
 	uint64_t t0 = t_now_ns();
 	do
 		sched_yield();
-	while (long_ && t_now_ns() - t0 < HAND_LONG_NS);
+	while (hand_held_on(h, how, t0));
 	t_excl_leave(&h->x);
 	atomic_fetch_add_explicit(&h->entries, 1, memory_order_relaxed);
 }
 
 /* After a wait that returned r: 0, the section and the post (noting a
  * hand-off pending just after it); else count an error. */
-static bool hand_held_long(struct hand *h, int r, bool long_)
+static bool hand_held_as(struct hand *h, int r, enum hand_hold how)
 {
 	if (r != 0) {
 		hand_error(h);
 		return false;
 	}
-	hand_section(h, long_);
+	hand_section(h, how);
 	if (ursa_sem_post(&h->s) != 0)
 		hand_error(h);
 	if (__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_HANDED)
@@ -468,7 +485,7 @@ static bool hand_held_long(struct hand *h, int r, bool long_)
 
 static bool hand_held(struct hand *h, int r)
 {
-	return hand_held_long(h, r, false);
+	return hand_held_as(h, r, HOLD_YIELD);
 }
 
 static void *hand_hog(void *arg)
@@ -491,25 +508,15 @@ static void *hand_long_holder(void *arg)
 {
 	struct hand *h = arg;
 	while (!hand_stopping(h)) {
-		if (!hand_held_long(h, ursa_sem_wait(&h->s), true))
+		if (!hand_held_as(h, ursa_sem_wait(&h->s), HOLD_LONG))
 			break;
 		atomic_fetch_add(&h->long_holds, 1);
 		int r = -EBUSY;
 		for (int k = 0; k < 1000 && r != 0; k++)
 			r = ursa_sem_trywait(&h->s);
-		if (r == 0) {
-			/* Held again (under the exclusion check, as every hold). */
-			t_excl_enter(&h->x);
-			uint64_t end = t_now_ns() + 5000000;
-			while (!(__atomic_load_n(&h->s.__waiters, __ATOMIC_RELAXED) & SEM_REQ) &&
-			       t_now_ns() < end)
-				sched_yield();
-			t_excl_leave(&h->x);
-			atomic_fetch_add_explicit(&h->entries, 1, memory_order_relaxed);
-			if (!hand_held(h, 0))
-				break;
-		}
-		struct timespec off = {0, 2000000};
+		if (r == 0 && !hand_held_as(h, 0, HOLD_UNTIL_REQ))
+			break;
+		struct timespec off = {0, HAND_LONG_NS};
 		nanosleep(&off, NULL);
 	}
 	atomic_fetch_add(&h->hogs_done, 1);
