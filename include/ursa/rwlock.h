@@ -16,11 +16,15 @@
  * waiting writer for at most about 2 ms plus the longest read section under
  * way, plus one read phase of the readers that were waiting when a write
  * section ended. A writer that times out or is cancelled stops holding new
- * readers back. Uncontended read and write lock/unlock are one atomic
- * operation, with no system call. Waiters may be blocked threads or
- * io_uring waiters (ursa_rwlock_{rd,wr}lock_async). Read locks are not
- * recursive once a writer waits (as with any writer-preferring lock, a
- * thread re-taking a read lock then may deadlock).
+ * readers back. An unlock wakes one writer at a time: while a writer it
+ * woke has not run yet, later unlocks leave the waiting writers to it (a
+ * ring writer runs when its ring's owner handles its CQE; blocked writers
+ * do not wait for that past their own bounded sleeps). Uncontended read
+ * and write lock/unlock are one atomic operation, with no system call.
+ * Waiters may be blocked threads or io_uring waiters
+ * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
+ * writer waits (as with any writer-preferring lock, a thread re-taking a
+ * read lock then may deadlock).
  */
 #ifndef URSA_RWLOCK_H
 #define URSA_RWLOCK_H
@@ -40,7 +44,7 @@ typedef struct ursa_rwlock {
 URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
 
 /* Take a read lock, blocking while a writer holds *l or has waited past
- * its 2 ms (above). Returns 0, -EAGAIN (32766 readers hold it, or 16383
+ * its 2 ms (above). Returns 0, -EAGAIN (32766 readers hold it, or 8191
  * waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
 
@@ -54,7 +58,7 @@ URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const stru
 URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
 
 /* Take the write lock, blocking until no reader or writer holds *l.
- * Returns 0, -EAGAIN (16383 waiters already wait), -EINVAL. Blocks. */
+ * Returns 0, -EAGAIN (8191 waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);
 
 /* Take the write lock if *l is free now. Returns 0, -EBUSY, -EINVAL. */

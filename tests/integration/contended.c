@@ -101,6 +101,10 @@ static const char *async_unavailable(void)
 	return NULL;
 }
 
+/* A ring thread that sets this is a slow owner: it yields before it
+ * handles the CQEs it waited for, so a woken op steps late. */
+static __thread bool ring_slow;
+
 /* Submit and reap until `op` finishes; every CQE on this ring is ursa's.
  * An op that finishes is checked to be `op` (exactly once: a second
  * finish of anything would be caught here or by the caller's counts).
@@ -119,6 +123,8 @@ static int ring_finish(struct io_uring *r, struct ursa_op *op, int started, bool
 		struct io_uring_cqe *cqe;
 		int rc = io_uring_submit_and_wait(r, 1);
 		CHECK(rc >= 0 || rc == -EINTR, "submit_and_wait: %d", rc);
+		if (ring_slow)
+			sched_yield();
 		bool finished = false;
 		while (io_uring_peek_cqe(r, &cqe) == 0) {
 			struct ursa_op *done = NULL;
@@ -436,6 +442,89 @@ static void test_rwlock(unsigned flags, bool ring)
 	CHECK(ursa_rwlock_destroy(&c.l) == 0, "destroy of a free rwlock");
 	CHECK(ursa_rwlock_rdunlock(&c.l) == -EPERM, "rdunlock of a free rwlock");
 	CHECK(ursa_rwlock_wrunlock(&c.l) == -EPERM, "wrunlock of a free rwlock");
+}
+
+/*
+ * Every writer waits in a ring (its timed-out and cancelled waits retried
+ * in the ring), beside readers that block: no writer's sleep is bounded,
+ * so a writer wake lost behind WRITER_WOKEN (lib/rwlock.c: a woken writer
+ * that never steps, a wake that found nobody and kept the bit) would leave
+ * a ring writer asleep for good, and the suite's timeout fails the test.
+ * A writer inside its section counts the times it saw WRITER_WOKEN set
+ * (white-box: bit 28 of __state), so the test knows it ran the protocol's
+ * new path: a woken writer still on its way while another holds the lock.
+ */
+#define T_RW_WRITER_WOKEN (1u << 28)
+
+static void require_async(void);
+
+struct rw_rings {
+	struct rw_ctx c;
+	atomic_long woken_seen;
+};
+
+static void rw_rings_writer(struct targ *a)
+{
+	struct rw_rings *x = a->ctx;
+	uint32_t seed = 0x9e37u + (uint32_t)a->id * 131u;
+	ring_slow = true;
+	for (int i = 0; i < x->c.iters; i++) {
+		bool wr = (i % 4) != 3;
+		ring_take(a->r, &seed, wr ? W_WRLOCK : W_RDLOCK, &x->c.l);
+		if (wr) {
+			/* Hold it across a reschedule: the others queue up and
+			 * sleep, so the unlocks wake. */
+			sched_yield();
+			if (__atomic_load_n(&x->c.l.__state, __ATOMIC_RELAXED) & T_RW_WRITER_WOKEN)
+				atomic_fetch_add(&x->woken_seen, 1);
+		}
+		rw_cs_unlock(&x->c, wr);
+	}
+}
+
+static void rw_rings_reader(struct targ *a)
+{
+	struct rw_rings *x = a->ctx;
+	for (int i = 0; i < x->c.iters; i++) {
+		CHECK(ursa_rwlock_rdlock(&x->c.l) == 0, "rdlock");
+		rw_cs_unlock(&x->c, false);
+	}
+}
+
+static void test_rwlock_ring_writers(unsigned flags)
+{
+	enum { RINGS = 3, READERS = 2, N = RINGS + READERS };
+	static struct rw_rings x;
+	static struct targ args[N];
+	pthread_t t[N];
+	memset(&x, 0, sizeof(x));
+	CHECK(ursa_rwlock_init(&x.c.l, flags) == 0, "init");
+	x.c.iters = ITERS(3000);
+	for (int i = 0; i < N; i++) {
+		args[i] = (struct targ){i, &x, i < RINGS ? rw_rings_writer : rw_rings_reader,
+					i < RINGS, NULL};
+		CHECK(pthread_create(&t[i], NULL, thread_main, &args[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < N; i++)
+		CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+	struct rw_ctx *c = &x.c;
+	CHECK(c->writes == c->a && c->a == c->b, "writes %ld, a %ld, b %ld", (long)c->writes, c->a,
+	      c->b);
+	CHECK(c->reads + c->writes == (long)N * c->iters, "operations lost");
+	CHECK(atomic_load(&x.woken_seen) > 0,
+	      "no writer ever held the lock while a woken writer was on its way: the "
+	      "test did not reach the path it is for");
+	CHECK(ursa_rwlock_destroy(&c->l) == 0, "a bit left behind (WRITER_WOKEN?)");
+}
+
+Test(contended, rwlock_ring_writers_private, .init = require_async)
+{
+	test_rwlock_ring_writers(0);
+}
+
+Test(contended, rwlock_ring_writers_shared, .init = require_async)
+{
+	test_rwlock_ring_writers(URSA_SHARED);
 }
 
 /* ====================================================================== */

@@ -6,7 +6,11 @@
  * writers that wait, the last of them waking a writer); writer abandon
  * passing a wake on, or clearing a phantom WRITERS_WAITING. Blocking
  * threads (ursa_rwlock_{rd,wr}lock, try*, timed*) and ring ops
- * (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run the same steps.
+ * (ursa_rwlock_{rd,wr}lock_async, lib/async.c) run the same steps. The
+ * woken writer (WRITER_WOKEN): no other writer is woken until it steps;
+ * a wake that found nobody takes the bit back. -DNO_BOUND takes the
+ * blocked writers' bounded sleeps away, so that no lost writer wake can
+ * hide behind a sleep that ends by itself.
  *
  * Checked (tests/models/run.sh): readers and writers exclude each other and
  * writers each other (asserts in the critical sections); no lost wakeup or
@@ -43,7 +47,9 @@
 /* __state: count in bits 0-2 (0 unlocked, 1..MAXR readers, WL write-locked),
  * READERS_WAITING bit 3, WRITERS_WAITING bit 4, WRITER_FIRST bit 5,
  * WAITERS (registered waiters: from their first WAIT step until they take
- * the lock or give up; destroy says -EBUSY while it is not 0) bits 6-8. */
+ * the lock or give up; destroy says -EBUSY while it is not 0) bits 6-8,
+ * WRITER_WOKEN (a woken writer has not stepped yet: no other writer is
+ * woken meanwhile) bit 9. */
 #define WL 7
 #define MAXR 6
 #define RW 8
@@ -51,7 +57,10 @@
 #define FIRST 32
 #define WAITING (RW | WW)
 #define CNT_ONE 64
-#define CNT(s) ((s) & ~63)
+#define CNT(s) ((s) & 448)
+#define WOKEN 512
+/* rw_tidy: with nobody registered, no woken writer is on its way. */
+#define TIDY(s) (CNT(s) == 0 -> (s) & ~WOKEN : (s))
 #define COUNT(s) ((s) & 7)
 #define UNLOCKED(s) (COUNT(s) == 0)
 /* rw_read_lockable: not write-locked (nor full), no reader asleep, and
@@ -81,6 +90,12 @@
 #define WAKE_CLEARS (WW | FIRST)
 #endif
 
+#if BREAK == 3
+#define WAKE_TAKE_BACK skip
+#else
+#define WAKE_TAKE_BACK state = state & ~WOKEN
+#endif
+
 #define A_STATE 0
 #define A_NOTIFY 1
 
@@ -96,8 +111,12 @@ byte readers, writers;	/* inside now */
  * `aw` is assume_ww, `rf` readers_first (a write unlock: waiting readers
  * go next, keeping WRITERS_WAITING and WRITER_FIRST; if no reader was
  * asleep, go on as a read unlock would). Each round decides on the current
- * __state (the collapsed CAS loop); a writer wake is: __notify += 1
- * (release), wake 1 on __notify.
+ * __state (the collapsed CAS loop); a writer wake is: set WRITER_WOKEN with
+ * the clear, __notify += 1 (release), wake 1 on __notify; while
+ * WRITER_WOKEN is set no other writer is woken (but by `aw`). A writer
+ * wake that finds nobody asleep takes WRITER_WOKEN back and looks again.
+ * -DBREAK=3: it does not take the bit back (the model must find the
+ * writers asleep for ever behind a woken writer that does not exist).
  */
 #define RF(s) (rf && ((s) & RW))
 #define wake_writer_or_readers(aw, rf)						\
@@ -108,9 +127,12 @@ byte readers, writers;	/* inside now */
 		:: UNLOCKED(state) && RF(state) ->				\
 			state = state & ~RW; act = 5;				\
 			hadww = (state & WW) != 0				\
-		:: UNLOCKED(state) && !RF(state) && ((state & WW) || aw) ->	\
-			state = state & ~WAKE_CLEARS; act = 1;			\
-			hadrw = (state & RW) != 0				\
+		:: UNLOCKED(state) && !RF(state) && (state & WW) &&		\
+		   (state & WOKEN) && !aw ->					\
+			act = 0	/* the woken writer sees to the others */	\
+		:: UNLOCKED(state) && !RF(state) &&				\
+		   (((state & WW) && !(state & WOKEN)) || aw) ->		\
+			state = (state & ~WAKE_CLEARS) | WOKEN; act = 1		\
 		:: UNLOCKED(state) && !RF(state) && !((state & WW) || aw) &&	\
 		   (state & RW) ->						\
 			state = state & ~RW; act = 2				\
@@ -133,15 +155,16 @@ byte readers, writers;	/* inside now */
 			notify++;						\
 			futex_wake(A_NOTIFY, 1, cnt, tmp);			\
 			if							\
-			:: cnt > 0 || !hadrw -> break				\
-			:: else	/* no writer asleep: go on to the readers */	\
+			:: cnt > 0 -> break					\
+			:: else	/* nobody asleep: WOKEN back, look again */	\
+				WAKE_TAKE_BACK					\
 			fi							\
 		:: act == 2 ->							\
 			futex_wake(A_STATE, MAXPROC, cnt, tmp);			\
 			break							\
 		fi								\
 	od;									\
-	act = 0; cnt = 0; hadrw = false; hadww = false; rf = false
+	act = 0; cnt = 0; hadww = false; rf = false
 
 /* rd_step (lib/rwlock.c): take a read lock, or set READERS_WAITING and WAIT
  * on (__state, that value). (count == MAX_READERS, -EAGAIN, is out of
@@ -150,7 +173,7 @@ byte readers, writers;	/* inside now */
 	atomic {								\
 		if								\
 		:: RD_LOCKABLE(state) ->					\
-			state = state + 1 - (registered -> CNT_ONE : 0);	\
+			state = TIDY(state + 1 - (registered -> CNT_ONE : 0));	\
 			registered = false; r = DONE				\
 		:: else ->							\
 			state = (state | RW) + (registered -> 0 : CNT_ONE);	\
@@ -169,7 +192,7 @@ byte readers, writers;	/* inside now */
 #define rd_abandon()								\
 	atomic {								\
 		if								\
-		:: registered -> state = state - CNT_ONE; registered = false;	\
+		:: registered -> state = TIDY(state - CNT_ONE); registered = false; \
 			act = (UNLOCKED(state) && (state & WAITING) -> RD_PASS_ON : 0) \
 		:: else								\
 		fi								\
@@ -180,20 +203,30 @@ byte readers, writers;	/* inside now */
 	:: else -> act = 0							\
 	fi
 
-/* wr_step, in its three atomic parts: take (dropping WRITER_FIRST) or
+/* wr_step, in its three atomic parts: take (dropping WRITER_FIRST; a
+ * registered writer sets WRITERS_WAITING if others are registered) or
  * announce (with WRITER_FIRST once `first`: a ring writer from the start,
  * a blocked one after its bounded sleep ran out); snapshot __notify
- * (acquire); re-load __state and decide. */
+ * (acquire); re-load __state and decide. Once it has slept, a writer may
+ * be the woken one: both clear WRITER_WOKEN (-DBREAK=4: the announcement
+ * does not). */
+#if BREAK == 4
+#define ANNOUNCE_CLEARS 0
+#else
+#define ANNOUNCE_CLEARS WOKEN
+#endif
 #define wr_step(r)								\
 	do									\
 	:: atomic {								\
 		if								\
 		:: UNLOCKED(state) ->						\
-			state = ((state - (registered -> CNT_ONE : 0)) & ~FIRST) | \
-				WL | (registered -> WW : 0);			\
+			state = TIDY(((state - (registered -> CNT_ONE : 0)) &	\
+				~(FIRST | (slept -> WOKEN : 0))) | WL |		\
+				(registered && CNT(state) > CNT_ONE -> WW : 0));	\
 			registered = false; r = DONE				\
 		:: else ->							\
-			state = (state | WW | (first -> FIRST : 0)) +		\
+			state = ((state | WW | (first -> FIRST : 0)) &		\
+				~(slept -> ANNOUNCE_CLEARS : 0)) +		\
 				(registered -> 0 : CNT_ONE);			\
 			registered = true; r = WAIT				\
 		fi								\
@@ -220,14 +253,14 @@ byte readers, writers;	/* inside now */
 	if									\
 	:: registered ->							\
 		registered = false;						\
-		state = state - CNT_ONE;					\
+		state = TIDY((state - CNT_ONE) & ~(slept -> WOKEN : 0));	\
 		atomic {							\
 			if							\
 			:: UNLOCKED(state) -> act = 3				\
 			:: COUNT(state) == WL -> state = state | WW; act = 0	\
 			:: !UNLOCKED(state) && COUNT(state) != WL ->		\
 				hadrw = (state & RW) != 0;			\
-				state = state & ~(WAITING | FIRST); act = 4	\
+				state = state & ~(WAITING | FIRST | WOKEN); act = 4 \
 			fi							\
 		};								\
 		if								\
@@ -281,7 +314,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 	short want;
 	byte cnt, tmp, r, act, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered, aw, rf, hadrw, hadww, got, first, bnd;
+	bool registered, aw, rf, hadrw, hadww, got, first, bnd, slept;
 
 	for (i : 1 .. NITER) {
 		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an
@@ -331,12 +364,16 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			/* A blocked writer's sleep is bounded (the rest of its
 			 * URSA_RW_OVERTAKE_US, then URSA_HANDED_SLEEP_MS at a
 			 * time): a sleep that may end at any time. */
+#ifdef NO_BOUND
+			bnd = false;
+#else
 			bnd = (writer && !ring);
+#endif
 			if
 			:: writer -> futex_wait(A_NOTIFY, notify, want, (stops > 0 || bnd), spur, r)
 			:: else -> futex_wait(A_STATE, state, want, (stops > 0), spur, r)
 			fi;
-			want = 0;
+			want = 0; slept = true;
 			if
 			:: r == R_STOPPED && bnd -> skip	/* the bound: step again */
 			:: r == R_STOPPED && stops > 0 ->
@@ -358,7 +395,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			bnd = false
 		od;
-		want = 0; r = 0; first = false;
+		want = 0; r = 0; first = false; slept = false;
 locked:
 		if
 		:: got && writer ->

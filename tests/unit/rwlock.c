@@ -20,13 +20,14 @@ TestSuite(rwlock, .timeout = 60);
 
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
- * low 15 bits of __state, WRITER_FIRST is bit 29, the waiting bits are bits
- * 30 and 31. Used only where a black-box test cannot get in reasonable time
+ * low 15 bits of __state, WRITER_WOKEN is bit 28, WRITER_FIRST bit 29, the
+ * waiting bits are bits 30 and 31. Used only where a black-box test cannot get in reasonable time
  * (32766 read locks), to see that a waiter announced itself before we go
  * on, or to set up a state exactly.
  */
 #define T_RW_COUNT           ((1u << 15) - 1)
 #define T_RW_MAX_READERS     ((1u << 15) - 2)
+#define T_RW_WRITER_WOKEN    (1u << 28)
 #define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
 #define T_RW_WRITERS_WAITING (1u << 31)
@@ -225,6 +226,26 @@ Test(rwlock, reader_overflow_is_eagain)
 	cr_assert_eq(ursa_rwlock_tryrdlock(&l), 0, "room again after one left");
 	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
 	cr_assert_eq(peek_state(&l), T_RW_MAX_READERS - 1);
+}
+
+/* White-box: 8191 registered waiters (bits 15-27 of __state) fill the
+ * count; one more waiter is refused, and the refusal changes nothing. */
+Test(rwlock, waiter_overflow_is_eagain)
+{
+	const uint32_t full = ((1u << 13) - 1) << 15;
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 1000);
+	__atomic_store_n(&l.__state, T_RW_COUNT | full, __ATOMIC_RELAXED);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_timedrdlock(&l, CLOCK_MONOTONIC, &dl), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_wrlock(&l), -EAGAIN);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &dl), -EAGAIN);
+	cr_assert_eq(peek_state(&l), T_RW_COUNT | full, "state %#x", peek_state(&l));
+	/* One fewer: a waiter fits (and a timed one gives its place back). */
+	__atomic_store_n(&l.__state, T_RW_COUNT | (full - (1u << 15)), __ATOMIC_RELAXED);
+	dl = t_deadline(CLOCK_MONOTONIC, 1);
+	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &dl), -ETIMEDOUT);
+	cr_assert_eq(peek_state(&l) & full, full - (1u << 15), "state %#x", peek_state(&l));
 }
 
 /* ---- timeouts -------------------------------------------------------- */
@@ -651,6 +672,85 @@ Test(rwlock, ring_writer_says_first_at_once)
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
 	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
 	io_uring_queue_exit(&r);
+}
+
+/* ---- the woken writer (WRITER_WOKEN) --------------------------------- */
+
+static uint32_t peek_notify(ursa_rwlock_t *l)
+{
+	return __atomic_load_n(&l->__notify, __ATOMIC_ACQUIRE);
+}
+
+/* While a woken writer has not stepped, a write unlock wakes no other
+ * writer: it leaves WRITERS_WAITING to the woken one. Ring writers make
+ * the timing ours: R is woken and its CQE left unhandled (R has not
+ * stepped); D announces itself behind it and sleeps; our unlock must not
+ * bump __notify (every writer wake does). When R steps, it takes the lock
+ * and sets WRITERS_WAITING again for D, whose wake comes with R's unlock.
+ * A plain ring (no SQPOLL): io_uring_submit arms each FUTEX_WAIT before it
+ * returns. */
+Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	struct ursa_op opr = URSA_OP_INIT, opd = URSA_OP_INIT;
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &opr), 0);
+	cr_assert_eq(io_uring_submit(&r), 1); /* R asleep in the kernel */
+	uint32_t n0 = peek_notify(&l);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0); /* wakes R */
+	cr_assert_eq(peek_notify(&l), n0 + 2, "R's wake bumps __notify");
+	uint32_t s = peek_state(&l);
+	cr_assert(s & T_RW_WRITER_WOKEN, "state %#x", s);
+	cr_assert_eq(s & T_RW_WRITERS_WAITING, 0, "state %#x", s);
+	/* R has not stepped: we take the free lock, D queues behind us. */
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &opd), 0);
+	cr_assert_eq(io_uring_submit(&r), 1);
+	s = peek_state(&l);
+	cr_assert_eq(s & (T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN),
+		     T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN, "state %#x", s);
+	uint32_t n1 = peek_notify(&l);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(peek_notify(&l), n1, "a second writer woken while R is on its way");
+	s = peek_state(&l);
+	cr_assert_eq(s & (T_RW_COUNT | T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN),
+		     T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN, "state %#x", s);
+	/* R steps: it takes the lock, clears WRITER_WOKEN, and sets
+	 * WRITERS_WAITING for D; its unlock wakes D. */
+	ring_run_op(&r, &opr);
+	cr_assert_eq(opr.res, 0, "res %d", opr.res);
+	s = peek_state(&l);
+	cr_assert_eq(s & (T_RW_COUNT | T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN),
+		     T_RW_COUNT | T_RW_WRITERS_WAITING, "state %#x", s);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(peek_notify(&l), n1 + 2, "D's wake");
+	ring_run_op(&r, &opd);
+	cr_assert_eq(opd.res, 0, "res %d", opd.res);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(peek_state(&l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	io_uring_queue_exit(&r);
+}
+
+/* A writer wake that finds nobody asleep takes WRITER_WOKEN back: nobody
+ * else would, and writers that sleep later would wait behind it. Here the
+ * WRITERS_WAITING a waker sees is left by nobody (set by hand). */
+Test(rwlock, writer_wake_that_finds_nobody_takes_the_bit_back)
+{
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		ursa_rwlock_t l;
+		cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+		__atomic_store_n(&l.__state, T_RW_WRITERS_WAITING, __ATOMIC_RELAXED);
+		uint32_t n0 = peek_notify(&l);
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(peek_notify(&l), n0 + 2, "the unlock woke (nobody)");
+		cr_assert_eq(peek_state(&l), 0, "state %#x", peek_state(&l));
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	}
 }
 
 /* ---- a writer that gives up ----------------------------------------- */
