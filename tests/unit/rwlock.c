@@ -687,8 +687,16 @@ static uint32_t peek_notify(ursa_rwlock_t *l)
  * stepped); D announces itself behind it and sleeps; our unlock must not
  * bump __notify (every writer wake does). When R steps, it takes the lock
  * and sets WRITERS_WAITING again for D, whose wake comes with R's unlock.
- * A plain ring (no SQPOLL): io_uring_submit arms each FUTEX_WAIT before it
- * returns. */
+ * Each wait is in the kernel once its SQE is consumed (without SQPOLL
+ * io_uring_submit issues it; with SQPOLL the poller issues it before it
+ * moves the head). */
+static void submit_armed(struct io_uring *r)
+{
+	cr_assert_eq(io_uring_submit(r), 1);
+	while (io_uring_sq_ready(r) != 0)
+		sched_yield();
+}
+
 Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 {
 	t_require_uring_futex(false);
@@ -698,7 +706,7 @@ Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 	struct ursa_op opr = URSA_OP_INIT, opd = URSA_OP_INIT;
 	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &opr), 0);
-	cr_assert_eq(io_uring_submit(&r), 1); /* R asleep in the kernel */
+	submit_armed(&r); /* R asleep in the kernel */
 	uint32_t n0 = peek_notify(&l);
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0); /* wakes R */
 	cr_assert_eq(peek_notify(&l), n0 + 2, "R's wake bumps __notify");
@@ -708,7 +716,7 @@ Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 	/* R has not stepped: we take the free lock, D queues behind us. */
 	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &opd), 0);
-	cr_assert_eq(io_uring_submit(&r), 1);
+	submit_armed(&r);
 	s = peek_state(&l);
 	cr_assert_eq(s & (T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN),
 		     T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN, "state %#x", s);
