@@ -331,11 +331,7 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww,
 			 * was not woken by its holder's unlock (it saw the bit),
 			 * and the readers that wait go next if no writer does.
 			 * Each round needs a new sleeper, so this ends. */
-			s = ld_relaxed(&l->__state);
-			while ((s & RW_WRITER_WOKEN) &&
-			       !cas_relaxed(&l->__state, &s, s & ~RW_WRITER_WOKEN))
-				;
-			s &= ~RW_WRITER_WOKEN;
+			s = __atomic_and_fetch(&l->__state, ~RW_WRITER_WOKEN, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!(s & RW_READERS_WAITING))
@@ -365,6 +361,18 @@ static inline uint32_t rw_dereg(struct ursa_waiter *w)
 	return w->registered ? RW_WAITER : 0;
 }
 
+/* Deregister w (WAITERS - 1), clearing `clear` too, in one CAS; returns
+ * the new state. With nobody left registered, WRITER_WOKEN goes. */
+static inline uint32_t rw_deregister(ursa_rwlock_t *l, struct ursa_waiter *w, uint32_t clear)
+{
+	uint32_t s = ld_relaxed(&l->__state), n;
+	do
+		n = rw_tidy((s - RW_WAITER) & ~clear);
+	while (!cas_relaxed(&l->__state, &s, n));
+	w->registered = 0;
+	return n;
+}
+
 /* Register in the same CAS as the announcement; -EAGAIN if WAITERS is
  * full (8191 waiters). */
 static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
@@ -373,14 +381,16 @@ static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
 }
 
 /* Announce w with bits (READERS_WAITING, or WRITERS_WAITING maybe with
- * WRITER_FIRST) and register it (WAITERS + 1) in one CAS, unless both are
- * done already. Relaxed: the bits publish no data. false: *s changed under
- * us (reloaded); look again. */
-static inline bool rw_announce(ursa_rwlock_t *l, uint32_t *s, struct ursa_waiter *w, uint32_t bit)
+ * WRITER_FIRST), clear `clear` (a writer that may be the woken one: its
+ * WRITER_WOKEN) and register it (WAITERS + 1) in one CAS, unless all is
+ * done already. Relaxed: the bits publish no data. false: *s changed
+ * under us (reloaded); look again. */
+static inline bool rw_announce(ursa_rwlock_t *l, uint32_t *s, struct ursa_waiter *w, uint32_t bit,
+			       uint32_t clear)
 {
-	if ((*s & bit) == bit && w->registered)
+	if ((*s & bit) == bit && !(*s & clear) && w->registered)
 		return true;
-	uint32_t n = (*s | bit) + (w->registered ? 0 : RW_WAITER);
+	uint32_t n = ((*s | bit) & ~clear) + (w->registered ? 0 : RW_WAITER);
 	if (!cas_relaxed(&l->__state, s, n))
 		return false;
 	*s = n;
@@ -430,7 +440,7 @@ static int rd_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
 		/* The unlock that makes the lock readable wakes us. */
-		if (!rw_announce(l, &s, w, RW_READERS_WAITING))
+		if (!rw_announce(l, &s, w, RW_READERS_WAITING, 0))
 			continue;
 		return rw_wait_on(out, &l->__state, s, rw_shared(l));
 	}
@@ -445,14 +455,8 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 	 * the lock unlocked with a waiting bit, does what an unlock would (at
 	 * worst one spare wake). Its READERS_WAITING bit, if still set, is
 	 * cleared by the next unlock (one spare wake). */
-	if (w->registered) {
-		uint32_t s = ld_relaxed(&l->__state), n;
-		do
-			n = rw_tidy(s - RW_WAITER);
-		while (!cas_relaxed(&l->__state, &s, n));
-		w->registered = 0;
-		rw_released(l, n, false);
-	}
+	if (w->registered)
+		rw_released(l, rw_deregister(l, w, 0), false);
 	return 0;
 }
 
@@ -507,15 +511,9 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
 		bool was = w->registered;
-		if (s & woken) {
-			/* We may be the woken writer: our turn is over (the
-			 * bit we set sees to the others now). */
-			uint32_t n = ((s | bits) & ~woken) + (w->registered ? 0 : RW_WAITER);
-			if (!cas_relaxed(&l->__state, &s, n))
-				continue;
-			s = n;
-			w->registered = 1;
-		} else if (!rw_announce(l, &s, w, bits))
+		/* If we are the woken writer, our turn is over: the bit we set
+		 * sees to the others now. */
+		if (!rw_announce(l, &s, w, bits, woken))
 			continue;
 		if (!was && !first)
 			w->aux = rw_stamp(); /* the overtaking time starts */
@@ -575,15 +573,9 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 	ursa_rwlock_t *l = obj;
 	if (!w->registered)
 		return 0;
-	w->registered = 0;
 	/* Deregister; once we have slept we may be the woken writer, whose
 	 * turn passes on below. */
-	uint32_t woken = w->slept ? RW_WRITER_WOKEN : 0;
-	uint32_t s = ld_relaxed(&l->__state), n;
-	do
-		n = rw_tidy((s - RW_WAITER) & ~woken);
-	while (!cas_relaxed(&l->__state, &s, n));
-	s = n;
+	uint32_t s = rw_deregister(l, w, w->slept ? RW_WRITER_WOKEN : 0);
 	for (;;) {
 		if (rw_unlocked(s)) {
 			wake_writer_or_readers(l, s, true, false);

@@ -456,8 +456,6 @@ static void test_rwlock(unsigned flags, bool ring)
  */
 #define T_RW_WRITER_WOKEN (1u << 28)
 
-static void require_async(void);
-
 struct rw_rings {
 	struct rw_ctx c;
 	atomic_long woken_seen;
@@ -515,16 +513,6 @@ static void test_rwlock_ring_writers(unsigned flags)
 	      "no writer ever held the lock while a woken writer was on its way: the "
 	      "test did not reach the path it is for");
 	CHECK(ursa_rwlock_destroy(&c->l) == 0, "a bit left behind (WRITER_WOKEN?)");
-}
-
-Test(contended, rwlock_ring_writers_private, .init = require_async)
-{
-	test_rwlock_ring_writers(0);
-}
-
-Test(contended, rwlock_ring_writers_shared, .init = require_async)
-{
-	test_rwlock_ring_writers(URSA_SHARED);
 }
 
 /* ====================================================================== */
@@ -1075,3 +1063,13 @@ CONTENDED(sem)
 CONTENDED(event)
 CONTENDED(waitq)
 CONTENDED(wait_any)
+
+Test(contended, rwlock_ring_writers_private, .init = require_async)
+{
+	test_rwlock_ring_writers(0);
+}
+
+Test(contended, rwlock_ring_writers_shared, .init = require_async)
+{
+	test_rwlock_ring_writers(URSA_SHARED);
+}

@@ -20,13 +20,16 @@ TestSuite(rwlock, .timeout = 60);
 
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
- * low 15 bits of __state, WRITER_WOKEN is bit 28, WRITER_FIRST bit 29, the
- * waiting bits are bits 30 and 31. Used only where a black-box test cannot get in reasonable time
- * (32766 read locks), to see that a waiter announced itself before we go
- * on, or to set up a state exactly.
+ * low 15 bits of __state, the registered waiters bits 15-27, WRITER_WOKEN
+ * bit 28, WRITER_FIRST bit 29, the waiting bits 30 and 31. Used only where
+ * a black-box test cannot get in reasonable time (32766 read locks, 8191
+ * waiters), to see that a waiter announced itself before we go on, or to
+ * set up a state exactly.
  */
 #define T_RW_COUNT           ((1u << 15) - 1)
 #define T_RW_MAX_READERS     ((1u << 15) - 2)
+#define T_RW_WAITER          (1u << 15)
+#define T_RW_WAITERS         (((1u << 13) - 1) << 15)
 #define T_RW_WRITER_WOKEN    (1u << 28)
 #define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
@@ -228,11 +231,11 @@ Test(rwlock, reader_overflow_is_eagain)
 	cr_assert_eq(peek_state(&l), T_RW_MAX_READERS - 1);
 }
 
-/* White-box: 8191 registered waiters (bits 15-27 of __state) fill the
- * count; one more waiter is refused, and the refusal changes nothing. */
+/* White-box: 8191 registered waiters fill the count; one more waiter is
+ * refused, and the refusal changes nothing. */
 Test(rwlock, waiter_overflow_is_eagain)
 {
-	const uint32_t full = ((1u << 13) - 1) << 15;
+	const uint32_t full = T_RW_WAITERS;
 	ursa_rwlock_t l = URSA_RWLOCK_INIT;
 	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 1000);
 	__atomic_store_n(&l.__state, T_RW_COUNT | full, __ATOMIC_RELAXED);
@@ -242,10 +245,10 @@ Test(rwlock, waiter_overflow_is_eagain)
 	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &dl), -EAGAIN);
 	cr_assert_eq(peek_state(&l), T_RW_COUNT | full, "state %#x", peek_state(&l));
 	/* One fewer: a waiter fits (and a timed one gives its place back). */
-	__atomic_store_n(&l.__state, T_RW_COUNT | (full - (1u << 15)), __ATOMIC_RELAXED);
+	__atomic_store_n(&l.__state, T_RW_COUNT | (full - T_RW_WAITER), __ATOMIC_RELAXED);
 	dl = t_deadline(CLOCK_MONOTONIC, 1);
 	cr_assert_eq(ursa_rwlock_timedwrlock(&l, CLOCK_MONOTONIC, &dl), -ETIMEDOUT);
-	cr_assert_eq(peek_state(&l) & full, full - (1u << 15), "state %#x", peek_state(&l));
+	cr_assert_eq(peek_state(&l) & full, full - T_RW_WAITER, "state %#x", peek_state(&l));
 }
 
 /* ---- timeouts -------------------------------------------------------- */
@@ -579,6 +582,16 @@ static void ring_run_op(struct io_uring *r, struct ursa_op *op)
 	cr_assert_eq(done, op);
 }
 
+/* Submit one ring wait and return once it is in the kernel: once its SQE
+ * is consumed (without SQPOLL io_uring_submit issues it; with SQPOLL the
+ * poller issues it before it moves the head). */
+static void submit_armed(struct io_uring *r)
+{
+	cr_assert_eq(io_uring_submit(r), 1);
+	while (io_uring_sq_ready(r) != 0)
+		sched_yield();
+}
+
 /* This thread write-holds x->l (fresh); a ticket writer blocks behind it
  * until it has said WRITER_FIRST and sleeps, then a ring reader op is
  * armed in r (fresh) and its wait is in the kernel. Returns the writer. */
@@ -594,11 +607,7 @@ static pthread_t writer_first_and_ring_reader(struct wake_ctx *x, struct io_urin
 	wait_thread_sleeping(&x->writer_tid);
 	memset(op, 0, sizeof(*op)); /* URSA_OP_INIT */
 	cr_assert_eq(ursa_rwlock_rdlock_async(r, &x->l, op), 0);
-	cr_assert_eq(io_uring_submit(r), 1);
-	/* The wait is in the kernel once its SQE is consumed (SQPOLL: the
-	 * poller issues it before it moves the head). */
-	while (io_uring_sq_ready(r) != 0)
-		sched_yield();
+	submit_armed(r);
 	cr_assert(peek_state(&x->l) & T_RW_READERS_WAITING, "state %#x", peek_state(&x->l));
 	return w;
 }
@@ -687,15 +696,7 @@ static uint32_t peek_notify(ursa_rwlock_t *l)
  * stepped); D announces itself behind it and sleeps; our unlock must not
  * bump __notify (every writer wake does). When R steps, it takes the lock
  * and sets WRITERS_WAITING again for D, whose wake comes with R's unlock.
- * Each wait is in the kernel once its SQE is consumed (without SQPOLL
- * io_uring_submit issues it; with SQPOLL the poller issues it before it
- * moves the head). */
-static void submit_armed(struct io_uring *r)
-{
-	cr_assert_eq(io_uring_submit(r), 1);
-	while (io_uring_sq_ready(r) != 0)
-		sched_yield();
-}
+ * submit_armed (above) puts each wait in the kernel before we go on. */
 
 Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 {
