@@ -19,7 +19,12 @@
  * readers back. An unlock wakes one writer at a time: while a writer it
  * woke has not run yet, later unlocks leave the waiting writers to it (a
  * ring writer runs when its ring's owner handles its CQE; blocked writers
- * do not wait for that past their own bounded sleeps). Uncontended read
+ * do not wait for that past their own bounded sleeps). Writers are not
+ * queued in order among themselves, and unlike ursa_mutex_t no hand-off
+ * bounds how often other writers overtake a waiting one: a writer that is
+ * running may take a free lock before the writer an unlock woke (a ring
+ * writer, which runs only when its ring's owner handles its CQE, loses
+ * such races most). Uncontended read
  * and write lock/unlock are one atomic operation, with no system call.
  * Waiters may be blocked threads or io_uring waiters
  * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
