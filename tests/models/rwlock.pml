@@ -10,7 +10,14 @@
  * woken writer (WRITER_WOKEN): no other writer is woken until it steps;
  * a wake that found nobody takes the bit back. -DNO_BOUND takes the
  * blocked writers' bounded sleeps away, so that no lost writer wake can
- * hide behind a sleep that ends by itself.
+ * hide behind a sleep that ends by itself. The writers' hand-off: a writer
+ * that has slept may ask (REQ, a free choice at any later step: it has
+ * waited long, or a ring writer lost its races); a writer wake that finds
+ * REQ leaves the lock HANDED (a count value) instead of free, and only a
+ * writer that has slept claims it; a hand-off wake that finds nobody
+ * frees the lock again (-DBREAK=5: it does not), a slept writer that
+ * gives up frees it and passes the wake on, and with nobody registered it
+ * goes free (TIDY).
  *
  * Checked (tests/models/run.sh): readers and writers exclude each other and
  * writers each other (asserts in the critical sections); no lost wakeup or
@@ -49,9 +56,11 @@
  * WAITERS (registered waiters: from their first WAIT step until they take
  * the lock or give up; destroy says -EBUSY while it is not 0) bits 6-8,
  * WRITER_WOKEN (a woken writer has not stepped yet: no other writer is
- * woken meanwhile) bit 9. */
+ * woken meanwhile) bit 9, REQ (a writer asks for a hand-off) bit 10; count
+ * HANDED: the lock is held for the woken writer. */
 #define WL 7
-#define MAXR 6
+#define HANDED 6	/* count: held for the woken writer (a hand-off) */
+#define MAXR 5
 #define RW 8
 #define WW 16
 #define FIRST 32
@@ -59,9 +68,12 @@
 #define CNT_ONE 64
 #define CNT(s) ((s) & 448)
 #define WOKEN 512
-/* rw_tidy: with nobody registered, no woken writer is on its way. */
-#define TIDY(s) (CNT(s) == 0 -> (s) & ~WOKEN : (s))
+#define REQ 1024	/* a writer asks for a hand-off */
 #define COUNT(s) ((s) & 7)
+/* rw_tidy: with nobody registered, no woken writer is on its way, nobody
+ * asks, and a hand-off has nobody to claim it (the lock goes free). */
+#define TIDY(s) (CNT(s) == 0 ->							\
+	(COUNT(s) == HANDED -> (s) & ~(WOKEN | REQ | 7) : (s) & ~(WOKEN | REQ)) : (s))
 #define UNLOCKED(s) (COUNT(s) == 0)
 /* rw_read_lockable: not write-locked (nor full), no reader asleep, and
  * joining readers only while no waiting writer said WRITER_FIRST (FIRST
@@ -94,6 +106,15 @@
 #define WAKE_TAKE_BACK skip
 #else
 #define WAKE_TAKE_BACK state = state & ~WOKEN
+#endif
+/* A hand-off whose wake found nobody asleep frees the lock again (a
+ * registered reader could not claim it, so it is not left for whoever is
+ * registered, as the mutex's is). -DBREAK=5: it clears WOKEN but leaves
+ * the lock handed (the model must find it stranded). */
+#if BREAK == 5
+#define HAND_TAKE_BACK state = state & ~WOKEN
+#else
+#define HAND_TAKE_BACK state = TIDY((state - HANDED) & ~WOKEN)
 #endif
 
 #define A_STATE 0
@@ -132,7 +153,9 @@ byte readers, writers;	/* inside now */
 			act = 0	/* the woken writer sees to the others */	\
 		:: UNLOCKED(state) && !RF(state) &&				\
 		   (((state & WW) && !(state & WOKEN)) || aw) ->		\
-			state = (state & ~WAKE_CLEARS) | WOKEN; act = 1		\
+			hand = (state & REQ) != 0;				\
+			state = (state & ~(WAKE_CLEARS | REQ)) | WOKEN |	\
+				(hand -> HANDED : 0); act = 1			\
 		:: UNLOCKED(state) && !RF(state) && !((state & WW) || aw) &&	\
 		   (state & RW) ->						\
 			state = state & ~RW; act = 2				\
@@ -157,14 +180,27 @@ byte readers, writers;	/* inside now */
 			if							\
 			:: cnt > 0 -> break					\
 			:: else	/* nobody asleep: WOKEN back, look again */	\
-				WAKE_TAKE_BACK					\
+				atomic {					\
+					if					\
+					:: hand && COUNT(state) == HANDED ->	\
+						HAND_TAKE_BACK			\
+					:: hand && COUNT(state) != HANDED ->	\
+						/* claimed meanwhile */		\
+						act = 0				\
+					:: !hand -> WAKE_TAKE_BACK		\
+					fi					\
+				};						\
+				if						\
+				:: act == 0 -> break				\
+				:: else -> hand = false				\
+				fi						\
 			fi							\
 		:: act == 2 ->							\
 			futex_wake(A_STATE, MAXPROC, cnt, tmp);			\
 			break							\
 		fi								\
 	od;									\
-	act = 0; cnt = 0; hadww = false; rf = false
+	act = 0; cnt = 0; hadww = false; rf = false; hand = false
 
 /* rd_step (lib/rwlock.c): take a read lock, or set READERS_WAITING and WAIT
  * on (__state, that value). (count == MAX_READERS, -EAGAIN, is out of
@@ -219,13 +255,15 @@ byte readers, writers;	/* inside now */
 	do									\
 	:: atomic {								\
 		if								\
-		:: UNLOCKED(state) ->						\
+		:: UNLOCKED(state) || (COUNT(state) == HANDED && slept) ->	\
 			state = TIDY(((state - (registered -> CNT_ONE : 0)) &	\
-				~(FIRST | (slept -> WOKEN : 0))) | WL |		\
+				~(FIRST | (slept -> WOKEN : 0) |		\
+				  (req -> REQ : 0))) | WL |			\
 				(registered && CNT(state) > CNT_ONE -> WW : 0));	\
 			registered = false; r = DONE				\
 		:: else ->							\
-			state = ((state | WW | (first -> FIRST : 0)) &		\
+			state = ((state | WW | (first -> FIRST : 0) |		\
+				 (req -> REQ : 0)) &				\
 				~(slept -> ANNOUNCE_CLEARS : 0)) +		\
 				(registered -> 0 : CNT_ONE);			\
 			registered = true; r = WAIT				\
@@ -253,12 +291,19 @@ byte readers, writers;	/* inside now */
 	if									\
 	:: registered ->							\
 		registered = false;						\
-		state = TIDY((state - CNT_ONE) & ~(slept -> WOKEN : 0));	\
+		state = TIDY((state - CNT_ONE) &				\
+			~((slept -> WOKEN : 0) | (req -> REQ : 0)));		\
 		atomic {							\
 			if							\
 			:: UNLOCKED(state) -> act = 3				\
+			:: COUNT(state) == HANDED && slept ->			\
+				/* maybe ours: free it, pass the wake on */	\
+				state = state - HANDED; act = 3			\
+			:: COUNT(state) == HANDED && !slept ->			\
+				act = 0	/* the woken writer's: it claims */	\
 			:: COUNT(state) == WL -> state = state | WW; act = 0	\
-			:: !UNLOCKED(state) && COUNT(state) != WL ->		\
+			:: !UNLOCKED(state) && COUNT(state) != WL &&		\
+			   COUNT(state) != HANDED ->				\
 				hadrw = (state & RW) != 0;			\
 				state = state & ~(WAITING | FIRST | WOKEN); act = 4 \
 			fi							\
@@ -314,7 +359,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 	short want;
 	byte cnt, tmp, r, act, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered, aw, rf, hadrw, hadww, got, first, bnd, slept;
+	bool registered, aw, rf, hadrw, hadww, got, first, bnd, slept, req, hand;
 
 	for (i : 1 .. NITER) {
 		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an
@@ -342,6 +387,13 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 		do
 		:: if
 		   :: writer && registered && !first -> first = true	/* time's up */
+		   :: true
+		   fi;
+		   /* A writer that has slept may ask for a hand-off at any step
+		    * (it has waited long, or a ring writer lost its races); once
+		    * it asks it keeps asking until it has the lock or gives up. */
+		   if
+		   :: writer && slept && !req -> req = true
 		   :: true
 		   fi;
 		   if
@@ -395,7 +447,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			bnd = false
 		od;
-		want = 0; r = 0; first = false; slept = false;
+		want = 0; r = 0; first = false; slept = false; req = false;
 locked:
 		if
 		:: got && writer ->
