@@ -69,6 +69,9 @@ static inline uint64_t ursa__mono_ns(void)
 #define URSA_FAIR_NS 1000000
 #define URSA_FAIR_PER_WAITER_NS 131072
 #define URSA_FAIR_MAX_NS 1000000000
+/* Lost races before a ring waiter asks for a hand-off (the mutex, the
+ * rwlock's writers): a ring waiter's wake reaches it late. */
+#define URSA_HANDOFF_AFTER 2
 
 /* Has this waiter waited ns (at most URSA_FAIR_MAX_NS) since the first
  * time it was asked? (That first call stamps it, in aux; taking or leaving

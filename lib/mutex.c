@@ -96,8 +96,6 @@
 #define M_LOCKED 0x1u	 /* held */
 #define M_HELD (M_LOCKED | M_HANDED)
 
-/* Lost races before a ring waiter asks for a hand-off. */
-#define URSA_HANDOFF_AFTER 2
 
 _Static_assert(sizeof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4 bytes");
 _Static_assert(_Alignof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4-byte aligned");

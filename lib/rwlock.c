@@ -23,13 +23,18 @@
  *                 wait for it. Else set READERS_WAITING and sleep while
  *                 __state is that value. count == MAX_READERS: -EAGAIN.
  *   write lock:   count 0 -> MASK, keeping the waiting bits but WRITER_FIRST;
+ *                 a writer that has slept also takes HANDED -> MASK (the
+ *                 claim), clearing WRITER_WOKEN and its own WRITER_REQ;
  *                 a writer that has announced itself sets WRITERS_WAITING
  *                 if other waiters are registered (writers may sleep
  *                 behind it; the waker cleared it to wake one). Once it
  *                 has slept, every step clears WRITER_WOKEN (it may be the
  *                 woken writer). Else set WRITERS_WAITING (with WRITER_FIRST
  *                 once it has waited URSA_RW_OVERTAKE_US, or for a ring
- *                 writer from the start), seq = __notify (acquire), re-load
+ *                 writer from the start; with WRITER_REQ once it has waited
+ *                 URSA_FAIR_NS, scaled by the queue as the mutex's, or for
+ *                 a ring writer once it has lost URSA_HANDOFF_AFTER races),
+ *                 seq = __notify (acquire), re-load
  *                 __state, and sleep while __notify == seq if the lock is
  *                 still held and the bit still set; a blocked writer
  *                 without WRITER_FIRST sleeps at most the rest of its
@@ -52,11 +57,17 @@
  *     WRITERS_WAITING set:  clear it (and WRITER_FIRST), set WRITER_WOKEN,
  *                           __notify += 2, wake one writer; with
  *                           READERS_WAITING too, the readers stay blocked
- *                           behind it. If the wake found no writer asleep,
- *                           clear WRITER_WOKEN and look again (a writer
- *                           that slept meanwhile saw it and was not woken);
+ *                           behind it. With WRITER_REQ set, clear it too and
+ *                           leave the lock HANDED (count MASK - 1): held for
+ *                           the writer woken, which only a writer that has
+ *                           slept claims. If the wake found no writer
+ *                           asleep, clear WRITER_WOKEN (and HANDED -> 0,
+ *                           unless claimed meanwhile) and look again (a
+ *                           writer that slept meanwhile saw it and was not
+ *                           woken);
  *     only READERS_WAITING: clear it, wake every reader.
- *   WAITERS 0:    WRITER_WOKEN is cleared (nobody is on its way).
+ *   WAITERS 0:    WRITER_WOKEN and WRITER_REQ are cleared (nobody is on
+ *                 its way, nobody asks), HANDED -> 0 (nobody to claim it).
  *   A writer that gives up repairs what it may leave behind (wr_abandon);
  *   a reader that gives up and finds the lock unlocked with a waiting bit
  *   wakes as an unlock would (rd_abandon).
@@ -69,7 +80,11 @@
  * WRITERS_WAITING to the holder's unlock, or sets it by taking the lock),
  * or by the waker whose wake found nobody (it clears the bit and looks
  * again); a writer that gives up after it slept clears the bit and passes
- * the wake on. A lock held with a bit set is unlocked by
+ * the wake on. A HANDED lock is claimed by the writer woken for it (it
+ * steps, having slept), or freed by the waker whose wake found nobody, by
+ * a slept writer that gives up, or by the tidy when nobody is registered;
+ * the writers asleep behind it are seen to by the claimer's unlock (it sets
+ * WRITERS_WAITING when others are registered). A lock held with a bit set is unlocked by
  * someone who sees the bit. A lock that the read phase leaves unlocked
  * with WRITERS_WAITING set is taken by the readers it woke: each steps (a
  * woken waiter always does before it gives up), and a registered reader's
@@ -124,7 +139,17 @@
  * 4-32 with the read phase (bench/README.md, "The rwlock's read phase").
  * Writers are not FIFO among themselves: a running writer may barge in
  * ahead of a woken one, so a ring writer, woken late, can lose repeatedly.
- * No hand-off.
+ * So a writer that has waited URSA_FAIR_NS (URSA_FAIR_PER_WAITER_NS per
+ * registered waiter when that is longer), or a ring writer that lost
+ * URSA_HANDOFF_AFTER races, asks (WRITER_REQ): the next writer wake hands
+ * the lock over (HANDED), as the mutex's REQ/HANDED do; no newcomer takes
+ * a handed lock, and a hand-off that finds nobody asleep frees the lock
+ * again (a registered reader cannot claim it, so it is not left for
+ * whoever is registered, as the mutex's is). A slept writer that gives up
+ * while the lock is handed frees it and passes the wake on; one that has
+ * not slept is not the woken one, and leaves it. Measured without it
+ * (bench/README.md, "A writer among writers"): no writer starved, but a
+ * ring writer's p99 wait against 16 writers was 2-3 times the mutex's.
  * The woken writer (WRITER_WOKEN), the mutex's designated waker for the
  * writers: until it has stepped, no unlock wakes another writer, and
  * newcomers queue instead of spinning. Without it, with 1 us sections and
@@ -155,9 +180,11 @@
 /* __state */
 #define RW_MASK		   ((1u << 15) - 1) /* bits 0-14: the count */
 #define RW_WRITE_LOCKED	   RW_MASK	    /* count: write-locked */
-#define RW_MAX_READERS	   (RW_MASK - 1)    /* count: 1..MAX readers hold it */
-#define RW_WAITER	   (1u << 15)	    /* bits 15-27: WAITERS, counted from */
-#define RW_WAITERS	   (((1u << 13) - 1) << 15) /* a first WAIT step to take/give up */
+#define RW_HANDED	   (RW_MASK - 1)    /* count: held for the woken writer */
+#define RW_MAX_READERS	   (RW_MASK - 2)    /* count: 1..MAX readers hold it */
+#define RW_WAITER	   (1u << 15)	    /* bits 15-26: WAITERS, counted from */
+#define RW_WAITERS	   (((1u << 12) - 1) << 15) /* a first WAIT step to take/give up */
+#define RW_WRITER_REQ	   (1u << 27)	    /* a writer asks for a hand-off */
 #define RW_WRITER_WOKEN	   (1u << 28)	    /* a woken writer has not stepped yet */
 #define RW_WRITER_FIRST	   (1u << 29)	    /* with WRITERS_WAITING: no reader joins */
 #define RW_READERS_WAITING (1u << 30)	    /* readers may sleep on __state */
@@ -229,10 +256,15 @@ static inline bool wr_take(ursa_rwlock_t *l)
 	return cas_acq(&l->__state, &e, RW_WRITE_LOCKED);
 }
 
-/* Tidy a new value: with nobody registered, no woken writer is on its way. */
+/* Tidy a new value: with nobody registered, no woken writer is on its way,
+ * nobody asks for a hand-off, and a hand-off has nobody to claim it (the
+ * lock goes free). */
 static inline uint32_t rw_tidy(uint32_t n)
 {
-	return (n & RW_WAITERS) ? n : n & ~RW_WRITER_WOKEN;
+	if (n & RW_WAITERS)
+		return n;
+	n &= ~(RW_WRITER_WOKEN | RW_WRITER_REQ);
+	return rw_count(n) == RW_HANDED ? n - RW_HANDED : n;
 }
 
 static inline bool rw_shared(ursa_rwlock_t *l)
@@ -317,7 +349,11 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww,
 		if ((s & RW_WRITERS_WAITING) && (s & RW_WRITER_WOKEN) && !assume_ww)
 			return; /* the woken writer sees to the others when it steps */
 		if ((s & RW_WRITERS_WAITING) || assume_ww) {
-			uint32_t n = (s & ~(RW_WRITERS_WAITING | RW_WRITER_FIRST)) | RW_WRITER_WOKEN;
+			/* A writer asks (REQ): hand the lock to the writer we
+			 * wake (HANDED: only a writer that has slept claims it). */
+			bool hand = s & RW_WRITER_REQ;
+			uint32_t n = (s & ~(RW_WRITERS_WAITING | RW_WRITER_FIRST | RW_WRITER_REQ)) |
+				     RW_WRITER_WOKEN | (hand ? RW_HANDED : 0);
 			if (!cas_relaxed(&l->__state, &s, n))
 				continue;
 			assume_ww = false;
@@ -326,6 +362,20 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww,
 			 * too, they stay blocked behind that writer. */
 			if (wake_writer(l) > 0)
 				return;
+			if (hand) {
+				/* Nobody was asleep to claim the hand-off: free the
+				 * lock again (a registered reader could not claim
+				 * it), unless a writer that has slept claimed it
+				 * meanwhile (its unlock sees to the rest). */
+				s = n;
+				do
+					if (rw_count(s) != RW_HANDED)
+						return;
+				while (!cas_relaxed(&l->__state, &s,
+						    rw_tidy((s - RW_HANDED) & ~RW_WRITER_WOKEN)));
+				s = rw_tidy((s - RW_HANDED) & ~RW_WRITER_WOKEN);
+				continue;
+			}
 			/* Nobody was asleep: take WRITER_WOKEN back (nobody else
 			 * will), and look again: a writer that slept meanwhile
 			 * was not woken by its holder's unlock (it saw the bit),
@@ -374,7 +424,7 @@ static inline uint32_t rw_deregister(ursa_rwlock_t *l, struct ursa_waiter *w, ui
 }
 
 /* Register in the same CAS as the announcement; -EAGAIN if WAITERS is
- * full (8191 waiters). */
+ * full (4095 waiters). */
 static inline bool rw_waiters_full(uint32_t s, struct ursa_waiter *w)
 {
 	return !w->registered && (s & RW_WAITERS) == RW_WAITERS;
@@ -460,12 +510,33 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 	return 0;
 }
 
-/* A writer's w->aux: URSA_W_RING for a ring writer; for a blocked one,
- * once registered, bits 1-31 hold when it first announced itself, in
- * microseconds modulo 2^31 (waits of up to 35 minutes measure right). */
+/* A writer's w->aux: URSA_W_RING for a ring writer, URSA_W_REQ once it has
+ * asked for a hand-off; for a blocked one, once registered, bits 2-31 hold
+ * when it first announced itself, in microseconds modulo 2^30 (waits of up
+ * to 17 minutes measure right). */
+#define RW_STAMP_SHIFT 2
+#define RW_AUX_FLAGS (URSA_W_RING | URSA_W_REQ)
 static inline uint32_t rw_stamp(void)
 {
-	return (uint32_t)(ursa__mono_ns() / 1000u) << 1;
+	return (uint32_t)(ursa__mono_ns() / 1000u) << RW_STAMP_SHIFT;
+}
+
+/* Should this writer ask for a hand-off (s: the state it found; waited: a
+ * blocked writer's time since its first announcement, in us)? Once asked,
+ * at every step. A blocked writer asks once it has waited URSA_FAIR_NS, or
+ * URSA_FAIR_PER_WAITER_NS for each waiter registered if that is longer (as
+ * the mutex's, lib/mutex.c "Hand-offs"); a ring writer once it has lost
+ * URSA_HANDOFF_AFTER races (woken, then found the lock taken). */
+static bool rw_wants_handoff(const struct ursa_waiter *w, uint32_t s, uint32_t waited)
+{
+	if (w->aux & URSA_W_REQ)
+		return true;
+	if (w->aux & URSA_W_RING)
+		return w->slept && w->losses + 1 >= URSA_HANDOFF_AFTER;
+	if (!w->registered)
+		return false;
+	uint64_t ns = (uint64_t)((s & RW_WAITERS) / RW_WAITER) * URSA_FAIR_PER_WAITER_NS;
+	return (uint64_t)waited * 1000u >= (ns > URSA_FAIR_NS ? ns : URSA_FAIR_NS);
 }
 
 /*
@@ -487,23 +558,27 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	bool ring = w->aux & URSA_W_RING;
 	bool first = ring;
 	uint32_t waited = 0;
-	if (!first && w->registered) {
-		waited = (rw_stamp() - w->aux) >> 1;
+	if (!ring && w->registered) {
+		waited = (rw_stamp() - w->aux) >> RW_STAMP_SHIFT;
 		first = waited >= URSA_RW_OVERTAKE_US;
 	}
-	uint32_t bits = RW_WRITERS_WAITING | (first ? RW_WRITER_FIRST : 0);
 	/* Once we have slept we may be the woken writer: each step clears
 	 * WRITER_WOKEN. */
 	uint32_t woken = w->slept ? RW_WRITER_WOKEN : 0;
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
-		if (rw_unlocked(s)) {
+		/* A lock handed to the writers is claimed by one that has
+		 * slept (the woken one, or one whose bounded sleep ended). */
+		if (rw_unlocked(s) || (rw_count(s) == RW_HANDED && w->slept)) {
 			uint32_t n = (s - rw_dereg(w)) & ~(RW_WRITER_FIRST | woken);
+			if (w->aux & URSA_W_REQ)
+				n &= ~RW_WRITER_REQ; /* served, or no longer waiting */
 			if (w->registered && (n & RW_WAITERS))
 				n |= RW_WRITERS_WAITING; /* others may sleep: our unlock sees to them */
 			n = rw_tidy(n | RW_WRITE_LOCKED);
 			if (cas_acq(&l->__state, &s, n)) {
 				w->registered = 0;
+				w->aux &= ~URSA_W_REQ;
 				return URSA_STEP_DONE;
 			}
 			continue;
@@ -511,12 +586,19 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_waiters_full(s, w))
 			return -EAGAIN;
 		bool was = w->registered;
+		bool req = rw_wants_handoff(w, s, waited);
+		uint32_t bits = RW_WRITERS_WAITING | (first ? RW_WRITER_FIRST : 0) |
+				(req ? RW_WRITER_REQ : 0);
 		/* If we are the woken writer, our turn is over: the bit we set
 		 * sees to the others now. */
 		if (!rw_announce(l, &s, w, bits, woken))
 			continue;
-		if (!was && !first)
-			w->aux = rw_stamp(); /* the overtaking time starts */
+		if (req)
+			w->aux |= URSA_W_REQ;
+		if (w->slept)
+			w->losses++; /* woken (or our sleep ended), and not taken */
+		if (!was && !ring)
+			w->aux = (w->aux & RW_AUX_FLAGS) | rw_stamp(); /* the overtaking time starts */
 		/* Snapshot the counter BEFORE re-checking the state (acquire:
 		 * the re-load below cannot be satisfied from before it). A wake
 		 * that the re-check misses must bump the counter after our
@@ -573,13 +655,25 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 	ursa_rwlock_t *l = obj;
 	if (!w->registered)
 		return 0;
-	/* Deregister; once we have slept we may be the woken writer, whose
-	 * turn passes on below. */
-	uint32_t s = rw_deregister(l, w, w->slept ? RW_WRITER_WOKEN : 0);
+	/* Deregister (and withdraw our request); once we have slept we may
+	 * be the woken writer, whose turn passes on below. */
+	uint32_t s = rw_deregister(l, w, (w->slept ? RW_WRITER_WOKEN : 0) |
+					     ((w->aux & URSA_W_REQ) ? RW_WRITER_REQ : 0));
+	w->aux &= ~URSA_W_REQ;
 	for (;;) {
 		if (rw_unlocked(s)) {
 			wake_writer_or_readers(l, s, true, false);
 			return 0;
+		}
+		if (rw_count(s) == RW_HANDED) {
+			/* Handed to the woken writer: if we have not slept it
+			 * is not us, and it claims. Else it may be ours: free
+			 * the lock and pass the wake on (above). */
+			if (!w->slept)
+				return 0;
+			if (cas_relaxed(&l->__state, &s, s - RW_HANDED))
+				s -= RW_HANDED;
+			continue;
 		}
 		if (rw_write_locked(s)) {
 			if ((s & RW_WRITERS_WAITING) ||
@@ -655,7 +749,7 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 	uint32_t s = ld_relaxed(&l->__state);
 	for (;;) {
 		uint32_t c = rw_count(s);
-		if (c == 0 || c == RW_WRITE_LOCKED)
+		if (c == 0 || c == RW_WRITE_LOCKED || c == RW_HANDED)
 			return -EPERM;
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */

@@ -20,11 +20,17 @@
  * woke has not run yet, later unlocks leave the waiting writers to it (a
  * ring writer runs when its ring's owner handles its CQE; blocked writers
  * do not wait for that past their own bounded sleeps). Writers are not
- * queued in order among themselves, and unlike ursa_mutex_t no hand-off
- * bounds how often other writers overtake a waiting one: a writer that is
- * running may take a free lock before the writer an unlock woke (a ring
- * writer, which runs only when its ring's owner handles its CQE, loses
- * such races most). Uncontended read
+ * queued in order among themselves: a writer that is running may take a
+ * free lock before the writer an unlock woke. But a blocked writer that has
+ * waited 1 ms (131 us per registered waiter when more than 7 wait), or a
+ * ring writer that has lost two such races, asks for a hand-off: the next
+ * unlock that wakes a writer hands it the lock, which no newcomer, reader
+ * or writer, can then take, and the woken writer claims it (the longest
+ * asleep on the kernel's FIFO futex queue, but a blocked writer re-queues
+ * after each of its bounded sleeps, 10 ms once it has asked). So a writer
+ * that has asked is overtaken only between hand-offs, each of which costs
+ * a wake-up latency with the lock unused; the ring writer, also until its
+ * event loop handles its completion. Uncontended read
  * and write lock/unlock are one atomic operation, with no system call.
  * Waiters may be blocked threads or io_uring waiters
  * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
@@ -49,7 +55,7 @@ typedef struct ursa_rwlock {
 URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
 
 /* Take a read lock, blocking while a writer holds *l or has waited past
- * its 2 ms (above). Returns 0, -EAGAIN (32766 readers hold it, or 8191
+ * its 2 ms (above). Returns 0, -EAGAIN (32765 readers hold it, or 4095
  * waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
 
@@ -63,7 +69,7 @@ URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const stru
 URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
 
 /* Take the write lock, blocking until no reader or writer holds *l.
- * Returns 0, -EAGAIN (8191 waiters already wait), -EINVAL. Blocks. */
+ * Returns 0, -EAGAIN (4095 waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);
 
 /* Take the write lock if *l is free now. Returns 0, -EBUSY, -EINVAL. */

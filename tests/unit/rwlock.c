@@ -20,16 +20,19 @@ TestSuite(rwlock, .timeout = 60);
 
 /*
  * White-box constants, from lib/rwlock.c's layout: the reader count is the
- * low 15 bits of __state, the registered waiters bits 15-27, WRITER_WOKEN
- * bit 28, WRITER_FIRST bit 29, the waiting bits 30 and 31. Used only where
- * a black-box test cannot get in reasonable time (32766 read locks, 8191
- * waiters), to see that a waiter announced itself before we go on, or to
- * set up a state exactly.
+ * low 15 bits of __state (all ones: write-locked; all ones but the lowest:
+ * HANDED, held for the woken writer), the registered waiters bits 15-26,
+ * WRITER_REQ bit 27, WRITER_WOKEN bit 28, WRITER_FIRST bit 29, the waiting
+ * bits 30 and 31. Used only where a black-box test cannot get in
+ * reasonable time (32765 read locks, 4095 waiters), to see that a waiter
+ * announced itself before we go on, or to set up a state exactly.
  */
 #define T_RW_COUNT           ((1u << 15) - 1)
-#define T_RW_MAX_READERS     ((1u << 15) - 2)
+#define T_RW_HANDED          ((1u << 15) - 2)
+#define T_RW_MAX_READERS     ((1u << 15) - 3)
 #define T_RW_WAITER          (1u << 15)
-#define T_RW_WAITERS         (((1u << 13) - 1) << 15)
+#define T_RW_WAITERS         (((1u << 12) - 1) << 15)
+#define T_RW_WRITER_REQ      (1u << 27)
 #define T_RW_WRITER_WOKEN    (1u << 28)
 #define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
@@ -231,7 +234,7 @@ Test(rwlock, reader_overflow_is_eagain)
 	cr_assert_eq(peek_state(&l), T_RW_MAX_READERS - 1);
 }
 
-/* White-box: 8191 registered waiters fill the count; one more waiter is
+/* White-box: 4095 registered waiters fill the count; one more waiter is
  * refused, and the refusal changes nothing. */
 Test(rwlock, waiter_overflow_is_eagain)
 {
@@ -757,6 +760,161 @@ Test(rwlock, writer_wake_that_finds_nobody_takes_the_bit_back)
 		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
 		cr_assert_eq(peek_notify(&l), n0 + 2, "the unlock woke (nobody)");
+		cr_assert_eq(peek_state(&l), 0, "state %#x", peek_state(&l));
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+	}
+}
+
+/* ---- the writers' hand-off (WRITER_REQ, HANDED) --------------------- */
+
+/* Submit, wait for one CQE and hand it to ursa; returns the op it
+ * finished, or NULL (a wait re-armed: its SQE is queued, not submitted). */
+static struct ursa_op *ring_handle_one(struct io_uring *r)
+{
+	struct io_uring_cqe *cqe;
+	struct ursa_op *done = NULL;
+	io_uring_submit(r);
+	cr_assert_eq(io_uring_wait_cqe(r, &cqe), 0);
+	cr_assert_geq(ursa_handle_cqe(r, cqe, &done), 0);
+	io_uring_cqe_seen(r, cqe);
+	return done;
+}
+
+/* The lock is handed to the woken writer: nobody else takes it, readers
+ * and writers, blocking, trying or timed, and nobody unlocks it. */
+static void check_handed(ursa_rwlock_t *l)
+{
+	uint32_t s = peek_state(l);
+	cr_assert_eq(s & T_RW_COUNT, T_RW_HANDED, "state %#x", s);
+	cr_assert(s & T_RW_WRITER_WOKEN, "state %#x", s);
+	cr_assert_eq(s & (T_RW_WRITER_REQ | T_RW_WRITERS_WAITING), 0, "state %#x", s);
+	struct timespec past = {0, 0};
+	cr_assert_eq(ursa_rwlock_trywrlock(l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_tryrdlock(l), -EBUSY);
+	cr_assert_eq(ursa_rwlock_timedwrlock(l, CLOCK_MONOTONIC, &past), -ETIMEDOUT);
+	cr_assert_eq(ursa_rwlock_timedrdlock(l, CLOCK_MONOTONIC, &past), -ETIMEDOUT);
+	cr_assert_eq(ursa_rwlock_wrunlock(l), -EPERM);
+	cr_assert_eq(ursa_rwlock_rdunlock(l), -EPERM);
+	cr_assert_eq(ursa_rwlock_destroy(l), -EBUSY);
+	/* The timed calls' one step may leave a waiting bit (the next unlock
+	 * clears it); the hand-off and the registrations stay as they were. */
+	uint32_t keep = T_RW_COUNT | T_RW_WAITERS | T_RW_WRITER_WOKEN | T_RW_WRITER_REQ;
+	cr_assert_eq(peek_state(l) & keep, s & keep, "state %#x, was %#x", peek_state(l), s);
+}
+
+/* A writer that asks (WRITER_REQ) is handed the lock: the unlock that
+ * wakes a writer leaves it HANDED, and the woken writer, which has slept,
+ * claims it. R, a ring writer, sleeps in the kernel; REQ is set by hand
+ * here (the next tests have writers ask by themselves). */
+Test(rwlock, a_writer_that_asks_is_handed_the_lock)
+{
+	t_require_uring_futex(false);
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		struct io_uring r;
+		cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+		ursa_rwlock_t l;
+		cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &op), 0);
+		submit_armed(&r);
+		__atomic_fetch_or(&l.__state, T_RW_WRITER_REQ, __ATOMIC_RELAXED);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		check_handed(&l);
+		ring_run_op(&r, &op);
+		cr_assert_eq(op.res, 0, "res %d", op.res);
+		uint32_t s = peek_state(&l);
+		cr_assert_eq(s & (T_RW_COUNT | T_RW_WAITERS | T_RW_WRITER_WOKEN | T_RW_WRITER_REQ),
+			     T_RW_COUNT, "R holds it, deregistered: state %#x", s);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(peek_state(&l), 0, "the unlock clears what the refusals left");
+		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+		io_uring_queue_exit(&r);
+	}
+}
+
+/* A hand-off whose wake finds nobody asleep frees the lock again: a
+ * registered reader could not claim it. The request is left by nobody
+ * (set by hand), once with a registered waiter that is not asleep (the
+ * lock is free for it: WAITERS stays) and once with none (a quiescent
+ * lock reads 0 again). */
+Test(rwlock, a_hand_off_that_finds_nobody_frees_the_lock)
+{
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		for (uint32_t waiter = 0; waiter <= T_RW_WAITER; waiter += T_RW_WAITER) {
+			ursa_rwlock_t l;
+			cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+			__atomic_store_n(&l.__state,
+					 T_RW_WRITERS_WAITING | T_RW_WRITER_REQ | waiter,
+					 __ATOMIC_RELAXED);
+			uint32_t n0 = peek_notify(&l);
+			cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+			cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+			cr_assert_eq(peek_notify(&l), n0 + 2, "the unlock woke (nobody)");
+			cr_assert_eq(peek_state(&l), waiter, "state %#x", peek_state(&l));
+			cr_assert_eq(ursa_rwlock_trywrlock(&l), 0, "the lock is free again");
+			cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+			__atomic_store_n(&l.__state, 0, __ATOMIC_RELAXED);
+			cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+		}
+	}
+}
+
+/* A ring writer asks after two lost races: woken, it finds the lock taken
+ * again (we re-take it before we hand it its CQE), twice; the second time
+ * it sets WRITER_REQ, and our next unlock hands it the lock. */
+Test(rwlock, a_ring_writer_asks_after_two_lost_races)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock_async(&r, &l, &op), 0);
+	submit_armed(&r);
+	for (int lost = 1; lost <= 2; lost++) {
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0); /* wakes R */
+		cr_assert_eq(peek_state(&l) & T_RW_COUNT, 0, "lost race %d: not handed yet", lost);
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);    /* before R steps */
+		cr_assert_null(ring_handle_one(&r));	    /* R loses, waits again */
+		submit_armed(&r);
+		uint32_t s = peek_state(&l);
+		cr_assert_eq(!!(s & T_RW_WRITER_REQ), lost == 2, "after %d lost races: state %#x",
+			     lost, s);
+	}
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	check_handed(&l);
+	ring_run_op(&r, &op);
+	cr_assert_eq(op.res, 0, "res %d", op.res);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(peek_state(&l), 0);
+	io_uring_queue_exit(&r);
+}
+
+static void *write_once(void *arg)
+{
+	ursa_rwlock_t *l = arg;
+	cr_assert_eq(ursa_rwlock_wrlock(l), 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(l), 0);
+	return NULL;
+}
+
+/* A blocked writer asks once it has waited 1 ms: it sleeps at most its 2 ms
+ * of letting readers join, steps, and sets WRITER_REQ (with WRITER_FIRST);
+ * our unlock then hands it the lock. The suite's timeout catches a request
+ * that never comes. */
+Test(rwlock, a_blocked_writer_asks_after_waiting)
+{
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		ursa_rwlock_t l;
+		cr_assert_eq(ursa_rwlock_init(&l, f), 0);
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, write_once, &l), 0);
+		wait_state_bits(&l, T_RW_WRITER_REQ | T_RW_WRITER_FIRST | T_RW_WRITERS_WAITING);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
 		cr_assert_eq(peek_state(&l), 0, "state %#x", peek_state(&l));
 		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
 	}
