@@ -559,7 +559,7 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	bool first = ring;
 	uint32_t waited = 0;
 	if (!ring && w->registered) {
-		waited = (rw_stamp() - w->aux) >> RW_STAMP_SHIFT;
+		waited = (rw_stamp() - (w->aux & ~RW_AUX_FLAGS)) >> RW_STAMP_SHIFT;
 		first = waited >= URSA_RW_OVERTAKE_US;
 	}
 	/* Once we have slept we may be the woken writer: each step clears
