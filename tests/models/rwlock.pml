@@ -16,10 +16,9 @@
  * REQ leaves the lock HANDED (a count value) instead of free, and only a
  * writer that has slept claims it; a hand-off wake that finds nobody
  * frees the lock again, a slept writer that gives up frees it and passes
- * the wake on, and with nobody registered it goes free (TIDY). No broken
- * variant of the hand-off is rejected here: every request in the model is
- * a live writer's that has slept and will step, so a hand-off always finds
- * its claimer (see HAND_TAKE_BACK, ABANDON_HANDED).
+ * the wake on (-DBREAK=5: it does not; a ring writer whose cancel lost to
+ * the wake gives up without stepping, so the hand-off may be its own), and
+ * with nobody registered it goes free (TIDY).
  *
  * Checked (tests/models/run.sh): readers and writers exclude each other and
  * writers each other (asserts in the critical sections); no lost wakeup or
@@ -124,11 +123,14 @@
  * down with its wait in flight). */
 #define HAND_TAKE_BACK state = TIDY((state - HANDED) & ~WOKEN)
 /* A writer that has slept and gives up frees a handed lock and passes the
- * wake on: it may be the woken one (in C, a ring writer whose cancel lost
- * to the wake gives up without stepping; here a woken writer always steps
- * first and claims, so leaving the lock handed is not caught: tried as a
- * broken variant, it passed). */
+ * wake on: it may be the woken one (a ring writer whose cancel lost to the
+ * wake gives up without stepping). -DBREAK=5: it leaves the lock handed
+ * (the model must find the writers behind it asleep for ever). */
+#if BREAK == 5
+#define ABANDON_HANDED act = 0
+#else
 #define ABANDON_HANDED state = state - HANDED; act = 3
+#endif
 
 #define A_STATE 0
 #define A_NOTIFY 1
@@ -457,6 +459,17 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 				fi;
 				break
 			:: else
+			fi;
+			/* A cancel that lost to the wake: the ring writer may give
+			 * up without another step (its woken CQE comes with the
+			 * cancel; lib/rwlock.c, wr_abandon), maybe holding a
+			 * hand-off. */
+			if
+			:: ring && writer && stops > 0 && r != R_STOPPED ->
+				stops--;
+				wr_abandon();
+				break
+			:: true
 			fi;
 			bnd = false
 		od;
