@@ -96,7 +96,6 @@
 #define M_LOCKED 0x1u	 /* held */
 #define M_HELD (M_LOCKED | M_HANDED)
 
-
 _Static_assert(sizeof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4 bytes");
 _Static_assert(_Alignof(ursa_mutex_t) == 4, "ursa_mutex_t must be 4-byte aligned");
 _Static_assert(URSA__MUTEX_SHARED == 0x80000000u, "the shared flag is bit 31");

@@ -81,11 +81,13 @@
  * or by the waker whose wake found nobody (it clears the bit and looks
  * again); a writer that gives up after it slept clears the bit and passes
  * the wake on. A HANDED lock is claimed by the writer woken for it (it
- * steps, having slept), or freed by the waker whose wake found nobody, by
- * a slept writer that gives up, or by the tidy when nobody is registered;
- * the writers asleep behind it are seen to by the claimer's unlock (it sets
- * WRITERS_WAITING when others are registered). A lock held with a bit set is unlocked by
- * someone who sees the bit. A lock that the read phase leaves unlocked
+ * steps, having slept, before it could give up: wr_abandon), or by
+ * another writer that has slept (then the woken one finds it taken and
+ * announces itself again), or freed by the waker whose wake found nobody,
+ * or by the tidy when nobody is registered; the writers asleep behind it
+ * are seen to by the claimer's unlock (it sets WRITERS_WAITING when others
+ * are registered). A lock held with a bit set is unlocked by someone who
+ * sees the bit. A lock that the read phase leaves unlocked
  * with WRITERS_WAITING set is taken by the readers it woke: each steps (a
  * woken waiter always does before it gives up), and a registered reader's
  * step takes an unlocked lock unless READERS_WAITING is set, which a
@@ -145,9 +147,9 @@
  * the lock over (HANDED), as the mutex's REQ/HANDED do; no newcomer takes
  * a handed lock, and a hand-off that finds nobody asleep frees the lock
  * again (a registered reader cannot claim it, so it is not left for
- * whoever is registered, as the mutex's is). A slept writer that gives up
- * while the lock is handed frees it and passes the wake on; one that has
- * not slept is not the woken one, and leaves it. Measured without it
+ * whoever is registered, as the mutex's is). A writer that gives up leaves
+ * a handed lock alone: the writer woken for it steps before it could give
+ * up, and claims it (wr_abandon). Measured without it
  * (bench/README.md, "A writer among writers"): no writer starved, but a
  * ring writer's p99 wait against 16 writers was 2-3 times the mutex's.
  * The woken writer (WRITER_WOKEN), the mutex's designated waker for the
@@ -625,14 +627,22 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 }
 
 /*
- * A writer gives up (deadline, cancel). Two things may need repair:
+ * A writer gives up (deadline, cancel). A writer that a wake counted always
+ * steps before it gives up: ursa__block steps after every sleep, the last
+ * time after a timed-out one; lib/async.c steps after every CQE, a
+ * cancelled op too (its cancel lost to the wake: the CQE says 0), and gives
+ * up only if that step says WAIT, having announced itself again; no rwlock
+ * wait is a cancellation point (lib/cancel.h) and wait-any takes no rwlock.
+ * So a writer that gives up is never the woken writer whose step others
+ * count on, and a handed lock (its step claims one) is never its own: it
+ * leaves a handed lock to the writer woken for it. As it deregisters it
+ * withdraws its request and, once it has slept, clears WRITER_WOKEN (it
+ * cannot tell whether the bit is its own; the woken writer's step would
+ * clear it too). Then:
  *
- * - It may have been the one writer an unlocker woke, clearing
- *   WRITERS_WAITING and leaving other writers (and maybe readers) asleep,
- *   all counting on it to take the lock and unlock it later. (The blocking
- *   path always steps after a wake, so there the state is consistent; a
- *   ring waiter whose cancel lost to a wake, or whose wait the kernel
- *   refused, may not have stepped.)
+ * - On an unlocked lock it wakes as an unlocker would, assuming writers
+ *   wait (at worst one spare wake): a defence, kept from before the
+ *   argument above was made and model-checked with it.
  * - Its WRITERS_WAITING may now be a phantom: on a read-locked lock it
  *   shuts out every new reader until the current readers leave, for a
  *   writer that no longer waits. There is no count of waiting writers, so
@@ -641,6 +651,7 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
  * So:
  *   - unlocked: do what an unlocker would do, as if writers were waiting:
  *     wake one writer, or the readers if no writer was asleep;
+ *   - handed: nothing (the woken writer claims it);
  *   - write-locked: make sure WRITERS_WAITING is set, so the holder's unlock
  *     wakes the next writer (a phantom bit costs that unlock one wake of
  *     nobody, then falls through to the readers; it blocks no one extra);
@@ -665,16 +676,8 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 			wake_writer_or_readers(l, s, true, false);
 			return 0;
 		}
-		if (rw_count(s) == RW_HANDED) {
-			/* Handed to the woken writer: if we have not slept it
-			 * is not us, and it claims. Else it may be ours: free
-			 * the lock and pass the wake on (above). */
-			if (!w->slept)
-				return 0;
-			if (cas_relaxed(&l->__state, &s, s - RW_HANDED))
-				s -= RW_HANDED;
-			continue;
-		}
+		if (rw_count(s) == RW_HANDED)
+			return 0; /* the woken writer claims it (not us: above) */
 		if (rw_write_locked(s)) {
 			if ((s & RW_WRITERS_WAITING) ||
 			    cas_relaxed(&l->__state, &s, s | RW_WRITERS_WAITING))

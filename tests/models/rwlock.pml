@@ -15,10 +15,10 @@
  * waited long, or a ring writer lost its races); a writer wake that finds
  * REQ leaves the lock HANDED (a count value) instead of free, and only a
  * writer that has slept claims it; a hand-off wake that finds nobody
- * frees the lock again, a slept writer that gives up frees it and passes
- * the wake on (-DBREAK=5: it does not; a ring writer whose cancel lost to
- * the wake gives up without stepping, so the hand-off may be its own), and
- * with nobody registered it goes free (TIDY).
+ * frees the lock again (-DBREAK=5: it does not), a writer that gives up
+ * leaves it (the woken writer always steps before it gives up, as every
+ * woken waiter here does, and claims it), and with nobody registered it
+ * goes free (TIDY).
  *
  * Checked (tests/models/run.sh): readers and writers exclude each other and
  * writers each other (asserts in the critical sections); no lost wakeup or
@@ -117,19 +117,14 @@
 #endif
 /* A hand-off whose wake found nobody asleep frees the lock again (a
  * registered reader could not claim it, so it is not left for whoever is
- * registered, as the mutex's is). Every request here is a live writer's
- * that has slept and will step, so in the model a hand-off always finds
- * its claimer; the take-back is for a request left behind (a ring torn
- * down with its wait in flight). */
-#define HAND_TAKE_BACK state = TIDY((state - HANDED) & ~WOKEN)
-/* A writer that has slept and gives up frees a handed lock and passes the
- * wake on: it may be the woken one (a ring writer whose cancel lost to the
- * wake gives up without stepping). -DBREAK=5: it leaves the lock handed
- * (the model must find the writers behind it asleep for ever). */
+ * registered, as the mutex's is): the writer that asked may be between its
+ * announcement and its sleep, and give up there. -DBREAK=5: the waker only
+ * takes WRITER_WOKEN back and leaves the lock handed (the model must find
+ * the waiters behind it asleep for ever). */
 #if BREAK == 5
-#define ABANDON_HANDED act = 0
+#define HAND_TAKE_BACK state = state & ~WOKEN
 #else
-#define ABANDON_HANDED state = state - HANDED; act = 3
+#define HAND_TAKE_BACK state = TIDY((state - HANDED) & ~WOKEN)
 #endif
 
 #define A_STATE 0
@@ -299,7 +294,8 @@ byte readers, writers;	/* inside now */
 
 /* wr_abandon: deregister (one RMW), then decide on the current __state
  * (the collapsed CAS loop): unlocked, act as an unlocker that assumes
- * writers wait; write-locked, make sure WRITERS_WAITING is set; read-locked,
+ * writers wait; handed, nothing (the woken writer claims it); write-locked,
+ * make sure WRITERS_WAITING is set; read-locked,
  * clear both bits and WRITER_FIRST, then wake every writer (after a bump)
  * and, if readers were waiting, every reader. */
 #define wr_abandon()								\
@@ -311,10 +307,7 @@ byte readers, writers;	/* inside now */
 		atomic {							\
 			if							\
 			:: UNLOCKED(state) -> act = 3				\
-			:: COUNT(state) == HANDED && slept ->			\
-				/* maybe ours: free it, pass the wake on */	\
-				ABANDON_HANDED					\
-			:: COUNT(state) == HANDED && !slept ->			\
+			:: COUNT(state) == HANDED ->				\
 				act = 0	/* the woken writer's: it claims */	\
 			:: COUNT(state) == WL -> state = state | WW; act = 0	\
 			:: !UNLOCKED(state) && COUNT(state) != WL &&		\
@@ -459,17 +452,6 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 				fi;
 				break
 			:: else
-			fi;
-			/* A cancel that lost to the wake: the ring writer may give
-			 * up without another step (its woken CQE comes with the
-			 * cancel; lib/rwlock.c, wr_abandon), maybe holding a
-			 * hand-off. */
-			if
-			:: ring && writer && stops > 0 && r != R_STOPPED ->
-				stops--;
-				wr_abandon();
-				break
-			:: true
 			fi;
 			bnd = false
 		od;
