@@ -920,6 +920,92 @@ Test(rwlock, a_blocked_writer_asks_after_waiting)
 	}
 }
 
+/* Writers that time out race the hand-offs: blocked writers with
+ * deadlines of 0.5-3.5 ms (they ask after 1 ms, so many give up having
+ * asked, or while the lock is handed to another), and readers. Mutual
+ * exclusion holds, every writer's entry counts, nobody hangs, and the lock
+ * ends quiescent (0). The race must be exercised: the sampler sees the lock
+ * handed, and writers time out; it keeps going (up to the suite's timeout)
+ * until both have happened. */
+struct handoff_race {
+	ursa_rwlock_t l;
+	struct t_excl x;
+	long entries, timeouts; /* summed by each writer, not under the lock */
+	int stop;
+};
+
+static void *handoff_race_writer(void *arg)
+{
+	struct handoff_race *h = arg;
+	uint32_t seed = (uint32_t)(uintptr_t)&seed;
+	long mine = 0;
+	while (!__atomic_load_n(&h->stop, __ATOMIC_RELAXED)) {
+		seed = seed * 1103515245u + 12345u;
+		struct timespec dl;
+		cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
+		dl.tv_nsec += 500000 + (long)(seed >> 8) % 3000000;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		int r = ursa_rwlock_timedwrlock(&h->l, CLOCK_MONOTONIC, &dl);
+		if (r == -ETIMEDOUT) {
+			__atomic_fetch_add(&h->timeouts, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		cr_assert_eq(r, 0, "timedwrlock: %d", r);
+		t_excl_enter(&h->x);
+		t_excl_write(&h->x);
+		mine++;
+		if (seed & 0x100)
+			sched_yield(); /* hold it off the CPU now and then */
+		t_excl_leave(&h->x);
+		cr_assert_eq(ursa_rwlock_wrunlock(&h->l), 0);
+	}
+	__atomic_fetch_add(&h->entries, mine, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *handoff_race_reader(void *arg)
+{
+	struct handoff_race *h = arg;
+	while (!__atomic_load_n(&h->stop, __ATOMIC_RELAXED)) {
+		cr_assert_eq(ursa_rwlock_rdlock(&h->l), 0);
+		t_excl_enter_shared(&h->x);
+		t_excl_leave_shared(&h->x);
+		cr_assert_eq(ursa_rwlock_rdunlock(&h->l), 0);
+	}
+	return NULL;
+}
+
+Test(rwlock, writers_that_time_out_race_the_hand_offs)
+{
+	enum { NW = 6, NR = 2 };
+	for (unsigned f = 0; f <= URSA_SHARED; f++) {
+		struct handoff_race h = {0};
+		cr_assert_eq(ursa_rwlock_init(&h.l, f), 0);
+		pthread_t w[NW], r[NR];
+		t_spawn(w, NW, handoff_race_writer, &h, 0);
+		t_spawn(r, NR, handoff_race_reader, &h, 0);
+		long handed = 0;
+		uint64_t t0 = t_now_ns();
+		while (t_now_ns() - t0 < 300000000u || handed == 0 ||
+		       __atomic_load_n(&h.timeouts, __ATOMIC_RELAXED) == 0) {
+			if ((peek_state(&h.l) & T_RW_COUNT) == T_RW_HANDED)
+				handed++;
+			sched_yield();
+		}
+		__atomic_store_n(&h.stop, 1, __ATOMIC_RELAXED);
+		t_join_all(w, NW);
+		t_join_all(r, NR);
+		cr_log_info("flags %u: %ld entries, %ld timeouts, seen handed %ld times", f,
+			    h.entries, h.timeouts, handed);
+		t_excl_check(&h.x, h.entries);
+		cr_assert_eq(peek_state(&h.l), 0, "state %#x", peek_state(&h.l));
+		cr_assert_eq(ursa_rwlock_destroy(&h.l), 0);
+	}
+}
+
 /* ---- a writer that gives up ----------------------------------------- */
 
 static void *timed_writer_20ms(void *arg)
