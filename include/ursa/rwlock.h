@@ -30,8 +30,12 @@
  * after each of its bounded sleeps, 10 ms once it has asked). So a writer
  * that has asked is overtaken only between hand-offs, each of which costs
  * a wake-up latency with the lock unused; the ring writer, also until its
- * event loop handles its completion. Uncontended read
- * and write lock/unlock are one atomic operation, with no system call.
+ * event loop handles its completion. The request is one flag for all the
+ * writers that ask: the writer served (or one that gives up) withdraws
+ * it, and another that asked asks again at its next step (its next wake
+ * or bounded sleep), so it may be overtaken once more meanwhile.
+ * Uncontended read and write lock/unlock are one atomic operation, with no
+ * system call.
  * Waiters may be blocked threads or io_uring waiters
  * (ursa_rwlock_{rd,wr}lock_async). Read locks are not recursive once a
  * writer waits (as with any writer-preferring lock, a thread re-taking a
