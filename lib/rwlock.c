@@ -369,13 +369,14 @@ static void wake_writer_or_readers(ursa_rwlock_t *l, uint32_t s, bool assume_ww,
 				 * lock again (a registered reader could not claim
 				 * it), unless a writer that has slept claimed it
 				 * meanwhile (its unlock sees to the rest). */
+				uint32_t f;
 				s = n;
-				do
+				do {
 					if (rw_count(s) != RW_HANDED)
 						return;
-				while (!cas_relaxed(&l->__state, &s,
-						    rw_tidy((s - RW_HANDED) & ~RW_WRITER_WOKEN)));
-				s = rw_tidy((s - RW_HANDED) & ~RW_WRITER_WOKEN);
+					f = rw_tidy((s - RW_HANDED) & ~RW_WRITER_WOKEN);
+				} while (!cas_relaxed(&l->__state, &s, f));
+				s = f;
 				continue;
 			}
 			/* Nobody was asleep: take WRITER_WOKEN back (nobody else
