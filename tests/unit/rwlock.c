@@ -3,6 +3,7 @@
  * errors, timeouts, sharing across threads and processes. */
 #define _GNU_SOURCE /* gettid */
 #include "tests/helpers.h"
+#include "tests/integration/common.h" /* t_rnd, t_after_us */
 
 #include <errno.h>
 #include <liburing.h>
@@ -570,18 +571,26 @@ Test(rwlock, write_unlock_gives_waiting_readers_a_phase)
 	check_read_phase_after_write(URSA_SHARED);
 }
 
+/* Submit, wait for one CQE and hand it to ursa; returns the op it
+ * finished, or NULL (a wait re-armed: its SQE is queued, not submitted). */
+static struct ursa_op *ring_handle_one(struct io_uring *r)
+{
+	struct io_uring_cqe *cqe;
+	struct ursa_op *done = NULL;
+	io_uring_submit(r);
+	cr_assert_eq(io_uring_wait_cqe(r, &cqe), 0);
+	cr_assert_geq(ursa_handle_cqe(r, cqe, &done), 0);
+	io_uring_cqe_seen(r, cqe);
+	return done;
+}
+
 /* Submit and handle the ring's CQEs until op, the only op in flight,
  * finishes. */
 static void ring_run_op(struct io_uring *r, struct ursa_op *op)
 {
-	struct ursa_op *done = NULL;
-	while (!done) {
-		struct io_uring_cqe *cqe;
-		io_uring_submit(r);
-		cr_assert_eq(io_uring_wait_cqe(r, &cqe), 0);
-		cr_assert_geq(ursa_handle_cqe(r, cqe, &done), 0);
-		io_uring_cqe_seen(r, cqe);
-	}
+	struct ursa_op *done;
+	while (!(done = ring_handle_one(r)))
+		;
 	cr_assert_eq(done, op);
 }
 
@@ -767,19 +776,6 @@ Test(rwlock, writer_wake_that_finds_nobody_takes_the_bit_back)
 
 /* ---- the writers' hand-off (WRITER_REQ, HANDED) --------------------- */
 
-/* Submit, wait for one CQE and hand it to ursa; returns the op it
- * finished, or NULL (a wait re-armed: its SQE is queued, not submitted). */
-static struct ursa_op *ring_handle_one(struct io_uring *r)
-{
-	struct io_uring_cqe *cqe;
-	struct ursa_op *done = NULL;
-	io_uring_submit(r);
-	cr_assert_eq(io_uring_wait_cqe(r, &cqe), 0);
-	cr_assert_geq(ursa_handle_cqe(r, cqe, &done), 0);
-	io_uring_cqe_seen(r, cqe);
-	return done;
-}
-
 /* The lock is handed to the woken writer: nobody else takes it, readers
  * and writers, blocking, trying or timed, and nobody unlocks it. */
 static void check_handed(ursa_rwlock_t *l)
@@ -940,14 +936,8 @@ static void *handoff_race_writer(void *arg)
 	uint32_t seed = (uint32_t)(uintptr_t)&seed;
 	long mine = 0;
 	while (!__atomic_load_n(&h->stop, __ATOMIC_RELAXED)) {
-		seed = seed * 1103515245u + 12345u;
-		struct timespec dl;
-		cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
-		dl.tv_nsec += 500000 + (long)(seed >> 8) % 3000000;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		uint32_t x = t_rnd(&seed);
+		struct timespec dl = t_after_us(CLOCK_MONOTONIC, 500 + (long)(x % 3000));
 		int r = ursa_rwlock_timedwrlock(&h->l, CLOCK_MONOTONIC, &dl);
 		if (r == -ETIMEDOUT) {
 			__atomic_fetch_add(&h->timeouts, 1, __ATOMIC_RELAXED);
@@ -957,7 +947,7 @@ static void *handoff_race_writer(void *arg)
 		t_excl_enter(&h->x);
 		t_excl_write(&h->x);
 		mine++;
-		if (seed & 0x100)
+		if (x & 0x10000)
 			sched_yield(); /* hold it off the CPU now and then */
 		t_excl_leave(&h->x);
 		cr_assert_eq(ursa_rwlock_wrunlock(&h->l), 0);
