@@ -150,6 +150,9 @@ static inline uint64_t bench_now_ns(void)
 /* Busy work of about ns nanoseconds (calibrated at start-up): stands for
  * the code inside or outside a critical section. */
 extern double bench_iters_per_ns;
+/* Share of the calibration's timings below 0.85 of the fastest: how often
+ * this machine's CPUs ran slow while it calibrated (bench_common.c). */
+extern double bench_speed_slow;
 void bench_calibrate(void);
 double bench_calibrate_loop(void (*loop)(uint32_t), uint32_t n);
 static inline void bench_work_iters(uint32_t iters)

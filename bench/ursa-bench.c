@@ -387,6 +387,10 @@ int main(int argc, char **argv)
 	       "run%s%s\n",
 	       u.sysname, u.release, bench_opt.ncpu, bench_opt.max_threads, bench_opt.reps,
 	       bench_opt.duration_s, bench_opt.pin ? ", pinned" : "", q ? ", quick" : "");
+	printf("work loops: %.2f iterations/ns (the fastest calibration timing); %.0f%% of the "
+	       "timings over all CPUs and ~0.25 s ran below 0.85 of it%s\n",
+	       bench_iters_per_ns, 100 * bench_speed_slow,
+	       bench_speed_slow > 0.05 ? " (CPUs change speed: README \"Method\")" : "");
 	printf("implementations: glibc pthreads (baseline), ursa%s%s%s; allocator: %s\n",
 #ifdef HAVE_NSYNC
 	       ", nsync",
