@@ -124,6 +124,19 @@ static int ursa_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struc
 	return -r;
 }
 
+/* ursa refused the wait with m still held: 65535 threads already wait on c
+ * (ursa_cond_t's width). POSIX lists no such error, so let m go for a
+ * little while, as a wait would, and report a spurious wakeup (0), or
+ * ETIMEDOUT past the deadline: callers look at their predicate again. */
+static int wait_full(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
+{
+	unsigned round = SHIM_FULL_ROUND;
+	ursa_mutex_unlock(m);
+	int r = shim_wait_a_little(&c->__waiters, &round, clk, abs);
+	ursa_mutex_lock(m);
+	return r;
+}
+
 /* What a cancelled waiter's cleanup needs to put things back. */
 struct cancel_undo {
 	struct shim_cond *c;
@@ -180,6 +193,8 @@ static __attribute__((noinline)) int wait_bridged(struct shim_cond *c, pthread_m
 	pthread_cleanup_push(cond_cancelled, &u);
 	r = ursa_wait(&c->c, &c->guard, clk, abs);
 	pthread_cleanup_pop(0);
+	if (r == EAGAIN)
+		r = wait_full(&c->c, &c->guard, clk, abs); /* pm is let go already */
 	ursa_mutex_unlock(&c->guard);
 	__atomic_fetch_sub(&c->bridged, 1, __ATOMIC_RELEASE);
 	/* c may be destroyed from here on. */
@@ -208,6 +223,8 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 			pthread_cleanup_push(cond_cancelled, &u);
 			r = ursa_wait(&c->c, &m->word, clk, abs);
 			pthread_cleanup_pop(0);
+			if (r == EAGAIN)
+				r = wait_full(&c->c, &m->word, clk, abs);
 			shim_mutex_own(m, kind, saved);
 		}
 	}

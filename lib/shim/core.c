@@ -46,25 +46,46 @@ void *shim_real(enum shim_real which)
 	return f;
 }
 
-void shim_destroy_wait(uint32_t *word, unsigned *round)
+static bool ts_before(const struct timespec *a, const struct timespec *b)
 {
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+int shim_wait_a_little(uint32_t *word, unsigned *round, clockid_t clk, const struct timespec *abs)
+{
+	struct timespec now, dl;
 	unsigned n = (*round)++;
+	if (abs) {
+		clock_gettime(clk, &now);
+		if (!ts_before(&now, abs))
+			return ETIMEDOUT;
+	}
 	if (n < 4) {
 		sched_yield();
-		return;
+		return 0;
 	}
 	long us = n - 4 < 7 ? 10L << (n - 4) : 1000;
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
+	if (!abs) {
+		clk = CLOCK_MONOTONIC;
+		clock_gettime(clk, &now);
+	}
+	dl = now;
 	dl.tv_nsec += us * 1000;
 	if (dl.tv_nsec >= 1000000000L) {
 		dl.tv_nsec -= 1000000000L;
 		dl.tv_sec++;
 	}
+	if (abs && ts_before(abs, &dl))
+		dl = *abs;
 	/* Private key even for a word in shared memory: no one wakes it; the
 	 * kernel only compares the value and times out. */
-	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, CLOCK_MONOTONIC,
-			  &dl);
+	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, clk, &dl);
+	return 0;
+}
+
+void shim_destroy_wait(uint32_t *word, unsigned *round)
+{
+	shim_wait_a_little(word, round, CLOCK_MONOTONIC, NULL);
 }
 
 __thread int32_t shim_tid_cache __attribute__((tls_model("initial-exec")));

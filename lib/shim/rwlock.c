@@ -121,6 +121,7 @@ static inline int rp_trywr(struct shim_rwlock *l)
 static __attribute__((noinline)) int rp_lock_slow(struct shim_rwlock *l, bool write, clockid_t clk,
 						  const struct timespec *abs)
 {
+	unsigned round = SHIM_FULL_ROUND;
 	int r = 0;
 	ursa_mutex_lock(&l->mx);
 	for (;;) {
@@ -147,6 +148,15 @@ static __attribute__((noinline)) int rp_lock_slow(struct shim_rwlock *l, bool wr
 			continue;
 		r = -(abs ? ursa_cond_timedwait(&l->cv, &l->mx, clk, abs)
 			  : ursa_cond_wait(&l->cv, &l->mx));
+		if (r == EAGAIN) {
+			/* 65535 threads already sleep on cv: wait a little
+			 * with mx dropped, then look again (r: 0, or
+			 * ETIMEDOUT for one last look). */
+			ursa_mutex_unlock(&l->mx);
+			r = shim_wait_a_little(&l->cv.__waiters, &round, clk, abs);
+			ursa_mutex_lock(&l->mx);
+			continue;
+		}
 		if (r && r != ETIMEDOUT)
 			break;
 	}
@@ -191,6 +201,36 @@ static int rp_unlock(struct shim_rwlock *l)
 	return 0;
 }
 
+/* ------------------------------------------------------ writer-preferring */
+
+/* ursa_rwlock_t refuses a waiter with -EAGAIN when 4095 already wait (its
+ * count's width). POSIX lists no EAGAIN for a write lock, and for a read
+ * lock only for too many read locks: so a refused waiter waits a little and
+ * tries again. A try that says -EAGAIN is the read-lock limit: that one is
+ * returned. */
+static int wp_lock_slow(struct shim_rwlock *l, bool write, clockid_t clk,
+			const struct timespec *abs)
+{
+	unsigned round = 0;
+	for (;;) {
+		int r;
+		if (write)
+			r = abs ? ursa_rwlock_timedwrlock(&l->wl, clk, abs)
+				: ursa_rwlock_wrlock(&l->wl);
+		else
+			r = abs ? ursa_rwlock_timedrdlock(&l->wl, clk, abs)
+				: ursa_rwlock_rdlock(&l->wl);
+		if (r != -EAGAIN)
+			return -r;
+		r = write ? ursa_rwlock_trywrlock(&l->wl) : ursa_rwlock_tryrdlock(&l->wl);
+		if (r != -EBUSY)
+			return -r;
+		r = shim_wait_a_little(&l->wl.__state, &round, clk, abs);
+		if (r)
+			return r;
+	}
+}
+
 /* The lock was not free at once: wait for it, by either algorithm. */
 static __attribute__((noinline)) int lock_slow(struct shim_rwlock *l, bool write, clockid_t clk,
 						 const struct timespec *abs)
@@ -199,10 +239,8 @@ static __attribute__((noinline)) int lock_slow(struct shim_rwlock *l, bool write
 	SHIM_SAVE_ERRNO;
 	if (!writer_preferring(l))
 		r = rp_lock_slow(l, write, clk, abs);
-	else if (write)
-		r = -(abs ? ursa_rwlock_timedwrlock(&l->wl, clk, abs) : ursa_rwlock_wrlock(&l->wl));
 	else
-		r = -(abs ? ursa_rwlock_timedrdlock(&l->wl, clk, abs) : ursa_rwlock_rdlock(&l->wl));
+		r = wp_lock_slow(l, write, clk, abs);
 	SHIM_RESTORE_ERRNO;
 	return r;
 }

@@ -189,6 +189,18 @@ static inline bool shim_misaligned(const void *p)
  * waiter that never leaves costs a wakeup a millisecond, not a CPU. */
 SHIM_HIDDEN void shim_destroy_wait(uint32_t *word, unsigned *round);
 
+/* The same little wait for a call that ursa refused because its object's
+ * waiter count is full (4095 waiters on an ursa_rwlock_t, 65535 on an
+ * ursa_cond_t): POSIX lists no such error, so the shim waits and tries
+ * again. With a deadline (abs on clk) the sleep ends by it, and a call
+ * made at or after it returns ETIMEDOUT; else 0. */
+SHIM_HIDDEN int shim_wait_a_little(uint32_t *word, unsigned *round, clockid_t clk,
+				   const struct timespec *abs);
+
+/* Where a refused condvar wait (the shim's own, and the reader-preferring
+ * rwlock's) starts its rounds: no yields, a 160 us sleep, then doubling. */
+#define SHIM_FULL_ROUND 8u
+
 /* ---------------------------------------------------------------- counters */
 
 /*

@@ -26,4 +26,4 @@ tests_unit_shim_mutex_LDFLAGS = $(SHIM_TEST_LINKFLAGS)
 tests_unit_shim_rwlock_LDFLAGS = $(SHIM_TEST_LINKFLAGS)
 tests_unit_shim_sem_LDFLAGS = $(SHIM_TEST_LINKFLAGS)
 endif ENABLE_SHIM
-noinst_HEADERS += tests/unit/shim_test.h
+noinst_HEADERS += tests/unit/shim_test.h tests/unit/rwlock_layout.h

@@ -2,6 +2,8 @@
 /* tests/unit/shim_cond.c — libursa-pthread: pthread_cond_* with every mutex. */
 #include "tests/unit/shim_test.h"
 
+#include "lib/shim/shim.h" /* the overlay, for the waiter-limit test */
+
 #include <stdio.h>
 
 TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
@@ -755,4 +757,70 @@ Test(shim_cond, cancel_does_not_eat_a_signal)
 		free(x);
 	}
 	cr_assert_gt(cancelled, 0, "no round cancelled a waiter woken by the signal");
+}
+
+/* ------------------------------------------------- ursa's waiter limit */
+
+struct full_taker {
+	pthread_mutex_t *m;
+	atomic_int got;
+};
+
+static void *full_take(void *p)
+{
+	struct full_taker *t = p;
+	cr_assert_eq(pthread_mutex_lock(t->m), 0);
+	atomic_store(&t->got, 1);
+	cr_assert_eq(pthread_mutex_unlock(t->m), 0);
+	return NULL;
+}
+
+/*
+ * ursa_cond_t counts at most 65535 waiters and refuses one more with
+ * -EAGAIN, the mutex still held: POSIX lists no such error for
+ * pthread_cond_wait. The shim lets the mutex go for a while, as a wait
+ * would, and returns 0 (a spurious wakeup): another thread gets the mutex
+ * meanwhile, and a timed wait ends with ETIMEDOUT. With an ursa-kind mutex
+ * and with one handed to glibc (the bridged wait). The count is set
+ * directly.
+ */
+static void check_full(enum mkind k)
+{
+	pthread_mutex_t m;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	init_mutex(&m, k);
+	uint32_t *count = &shim_cond(&c)->c.__waiters;
+	__atomic_store_n(count, 0xffffu, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_mutex_lock(&m), 0);
+	struct full_taker t = {.m = &m};
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, full_take, &t), 0);
+	int waits = 0;
+	uint64_t give_up = t_now_ns() + 10000000000ull;
+	while (!atomic_load(&t.got) && t_now_ns() < give_up) {
+		cr_assert_eq(pthread_cond_wait(&c, &m), 0);
+		waits++;
+	}
+	cr_assert(atomic_load(&t.got), "no wait let the mutex go (%d waits)", waits);
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 20);
+	int r;
+	while ((r = pthread_cond_timedwait(&c, &m, &dl)) == 0)
+		;
+	cr_assert_eq(r, ETIMEDOUT);
+	cr_assert_eq(pthread_mutex_unlock(&m), 0, "the waits returned without the mutex");
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(__atomic_load_n(count, __ATOMIC_RELAXED), 0xffffu, "a refusal registered");
+	__atomic_store_n(count, 0, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_cond_destroy(&c), 0);
+	cr_assert_eq(pthread_mutex_destroy(&m), 0);
+}
+
+Test(shim_cond, full_waiter_count_is_a_spurious_wakeup)
+{
+	check_full(M_ERRORCHECK);
+}
+
+Test(shim_cond, full_waiter_count_is_a_spurious_wakeup_bridged)
+{
+	check_full(M_ROBUST);
 }

@@ -2,6 +2,9 @@
 /* tests/unit/shim_rwlock.c — libursa-pthread: pthread_rwlock_* per kind. */
 #include "tests/unit/shim_test.h"
 
+#include "lib/shim/shim.h"		/* the overlay, for the waiter-limit tests */
+#include "tests/unit/rwlock_layout.h" /* ursa_rwlock_t's word, likewise */
+
 TestSuite(shim_rwlock, .timeout = 60, .init = shim_t_require);
 
 static void init_kind(pthread_rwlock_t *l, int kind, int pshared)
@@ -306,5 +309,91 @@ Test(shim_rwlock, exclusion_processes)
 		cr_assert(x->counter >= 3L * ITERS / 8);
 		cr_assert_eq(pthread_rwlock_destroy(&x->l), 0);
 		t_shared_free(x, sizeof(*x));
+	}
+}
+
+/* ------------------------------------------------- ursa's waiter limits */
+
+/* A blocking call (lock, then unlock) by another thread; finish_blocked
+ * joins it, 10 s at most, and gives its result. */
+static void start_blocked(pthread_rwlock_t *l, bool write, struct shim_t_timed *w, pthread_t *t)
+{
+	*w = (struct shim_t_timed){
+	    .call = rw_call, .obj = l, .how = (write ? RW_WRITE : 0) | RW_BLOCKING};
+	shim_t_timed_start(w, t);
+	shim_t_await(&w->started);
+}
+
+static int finish_blocked(struct shim_t_timed *w, pthread_t t)
+{
+	struct timespec dl = t_deadline(CLOCK_REALTIME, 10000);
+	cr_assert_eq(pthread_timedjoin_np(t, NULL, &dl), 0, "the caller never got the lock");
+	cr_assert_eq(w->err_after, 4242, "errno changed");
+	return w->ret;
+}
+
+/*
+ * ursa_rwlock_t counts at most 4095 waiters and refuses one more with
+ * -EAGAIN, which POSIX does not allow pthread_rwlock_wrlock (and allows
+ * rdlock only for too many read locks). The writer-preferring kind waits
+ * instead: timed callers time out, blocked ones stay blocked while the
+ * count is full and get the lock once there is room. The count is set
+ * directly (4095 real waiters would be 4096 threads).
+ */
+Test(shim_rwlock, writer_preferring_full_waiter_count_waits)
+{
+	pthread_rwlock_t l = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+	uint32_t *st = &shim_rwlock(&l)->wl.__state;
+	const uint32_t full = T_RW_COUNT | T_RW_WAITERS; /* write-held, 4095 waiting */
+	__atomic_store_n(st, full, __ATOMIC_RELAXED);
+	cr_assert_eq(timed_in_thread(&l, true, CLOCK_MONOTONIC, 30, true), ETIMEDOUT);
+	cr_assert_eq(timed_in_thread(&l, false, CLOCK_REALTIME, 30, false), ETIMEDOUT);
+	cr_assert_eq(__atomic_load_n(st, __ATOMIC_RELAXED), full, "a refusal changed the word");
+
+	struct shim_t_timed wr, rd;
+	pthread_t tw, tr;
+	start_blocked(&l, true, &wr, &tw);
+	start_blocked(&l, false, &rd, &tr);
+	t_sleep_ms(50);
+	cr_assert(!atomic_load(&wr.done) && !atomic_load(&rd.done),
+		  "a call returned while the count was full (writer %d, reader %d)", wr.ret, rd.ret);
+	__atomic_store_n(st, 0, __ATOMIC_RELAXED); /* the holder and the 4095 leave */
+	cr_assert_eq(finish_blocked(&wr, tw), 0);
+	cr_assert_eq(finish_blocked(&rd, tr), 0);
+	cr_assert_eq(__atomic_load_n(st, __ATOMIC_RELAXED), 0);
+
+	/* Too many read locks is the one EAGAIN POSIX lists: still said. */
+	__atomic_store_n(st, T_RW_MAX_READERS, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_rwlock_tryrdlock(&l), EAGAIN);
+	cr_assert_eq(pthread_rwlock_rdlock(&l), EAGAIN);
+	__atomic_store_n(st, 0, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_rwlock_destroy(&l), 0);
+}
+
+/* The other kinds sleep on an ursa_cond_t, which counts at most 65535
+ * sleepers (lib/cond.c) and refuses one more: the lock waits a little with
+ * its mutex dropped and looks again, rather than return EAGAIN. */
+Test(shim_rwlock, reader_preferring_full_sleeper_count_waits)
+{
+	const int rp[] = {PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREFER_WRITER_NP};
+	for (int k = 0; k < 2; k++) {
+		pthread_rwlock_t l;
+		init_kind(&l, rp[k], PTHREAD_PROCESS_PRIVATE);
+		uint32_t *sleepers = &shim_rwlock(&l)->cv.__waiters;
+		cr_assert_eq(pthread_rwlock_rdlock(&l), 0);
+		__atomic_store_n(sleepers, 0xffffu, __ATOMIC_RELAXED);
+		cr_assert_eq(timed_in_thread(&l, true, CLOCK_MONOTONIC, 30, true), ETIMEDOUT);
+		cr_assert_eq(__atomic_load_n(sleepers, __ATOMIC_RELAXED), 0xffffu);
+
+		struct shim_t_timed wr;
+		pthread_t tw;
+		start_blocked(&l, true, &wr, &tw);
+		t_sleep_ms(50);
+		cr_assert(!atomic_load(&wr.done), "the writer returned %d while the count was full",
+			  wr.ret);
+		__atomic_store_n(sleepers, 0, __ATOMIC_RELAXED);
+		cr_assert_eq(pthread_rwlock_unlock(&l), 0); /* the writer's turn */
+		cr_assert_eq(finish_blocked(&wr, tw), 0);
+		cr_assert_eq(pthread_rwlock_destroy(&l), 0);
 	}
 }
