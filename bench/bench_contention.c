@@ -725,6 +725,7 @@ static int cn_run_all(const struct bench_scenario *s, FILE *csv, const char *csv
 		fprintf(csv, "contention,-,0,load-average-1min,%.2f,load\n", la[0]);
 		fprintf(csv, "contention,-,0,outside-ns,%.0f,ns\n", bench_opt.cn_outside_ns);
 		fprintf(csv, "contention,-,0,work-shared,%d,flag\n", cn_shared);
+		fprintf(csv, "contention,-,0,calibration-slow-share,%.2f,x\n", bench_speed_slow);
 	}
 
 	for (int w = 0; w < CN_NWORK; w++) {

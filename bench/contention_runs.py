@@ -32,6 +32,8 @@ def load(path):
     d = {}
     for line in open(path):
         f = line.rstrip("\n").split(",")
+        if len(f) == 6 and f[0] == "contention" and f[3] == "calibration-slow-share":
+            d["slow"] = float(f[4])
         if len(f) != 6 or f[0] != "contention" or f[3].count(":") != 2:
             continue
         w, cs, m = f[3].split(":")
@@ -49,6 +51,7 @@ def main():
     if len(paths) < 2:
         sys.exit(__doc__)
     runs = [load(p) for p in paths]
+    slow = [f"{r.pop('slow'):.0%}" if "slow" in r else "?" for r in runs]
     keys = set(runs[0])
     for r in runs[1:]:
         keys &= set(r)
@@ -65,6 +68,8 @@ def main():
         return statistics.median(v) if v else None
 
     print(f"{len(runs)} runs: " + ", ".join(paths))
+    print("calibration timings below 0.85 of the fastest (the CPUs' slow phases; "
+          "'?': not in the CSV): " + " / ".join(slow))
     print("\ngeometric mean of ursa/glibc over the multi-thread points: each run; "
           "the per-point medians")
     for w in WORK:
