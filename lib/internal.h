@@ -240,6 +240,12 @@ static inline uint64_t ursa__aux_tag(unsigned kind)
 URSA_PRIVATE_FN int ursa__check_deadline(clockid_t clk, const struct timespec *abs);
 /* true when abs (non-NULL) is already past on clk. */
 URSA_PRIVATE_FN bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs);
+/* The deadline of a sleep of at most us microseconds that must also end by
+ * abs (NULL: none), both on clk: abs if that comes first, else *bound, set
+ * to now + us. */
+URSA_PRIVATE_FN const struct timespec *ursa__bounded_deadline(clockid_t clk, unsigned us,
+							      const struct timespec *abs,
+							      struct timespec *bound);
 
 /* The blocking loop over a step (lib/time.c): step; on WAIT sleep on the
  * futex word (or words: wait-any) — EINTR and spurious wakes just step

@@ -43,6 +43,13 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+const struct timespec *ursa__bounded_deadline(clockid_t clk, unsigned us,
+					      const struct timespec *abs, struct timespec *bound)
+{
+	bound_from_now(clk, us, bound);
+	return !abs || ts_before(bound, abs) ? bound : abs;
+}
+
 /* Sleep as the step asked: one futex word, or every word of a wait-any. */
 static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct timespec *dl)
 {
@@ -97,13 +104,9 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 			return ops->abandon(obj, w) == 1 ? 0 : -ETIMEDOUT;
 		/* A bounded wait sleeps at most wt.bound_us (or until the
 		 * caller's deadline, if that comes first). */
-		const struct timespec *dl = abs;
 		struct timespec bound;
-		if (wt.bound_us) {
-			bound_from_now(clk, wt.bound_us, &bound);
-			if (!abs || ts_before(&bound, abs))
-				dl = &bound;
-		}
+		const struct timespec *dl =
+		    wt.bound_us ? ursa__bounded_deadline(clk, wt.bound_us, abs, &bound) : abs;
 		if (unlikely(ursa__cancel_point.obj == obj))
 			r = sleep_cancellable(obj, ops, w, &wt, clk, dl);
 		else

@@ -12,6 +12,7 @@
 #include "lib/shim/shim.h"
 
 #include "kernel/futex.h"
+#include "lib/internal.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -46,40 +47,23 @@ void *shim_real(enum shim_real which)
 	return f;
 }
 
-static bool ts_before(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 int shim_wait_a_little(uint32_t *word, unsigned *round, clockid_t clk, const struct timespec *abs)
 {
-	struct timespec now, dl;
 	unsigned n = (*round)++;
-	if (abs) {
-		clock_gettime(clk, &now);
-		if (!ts_before(&now, abs))
-			return ETIMEDOUT;
-	}
+	if (ursa__deadline_passed(clk, abs))
+		return ETIMEDOUT;
 	if (n < 4) {
 		sched_yield();
 		return 0;
 	}
-	long us = n - 4 < 7 ? 10L << (n - 4) : 1000;
-	if (!abs) {
+	unsigned us = n - 4 < 7 ? 10u << (n - 4) : 1000u;
+	struct timespec bound;
+	if (!abs)
 		clk = CLOCK_MONOTONIC;
-		clock_gettime(clk, &now);
-	}
-	dl = now;
-	dl.tv_nsec += us * 1000;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_nsec -= 1000000000L;
-		dl.tv_sec++;
-	}
-	if (abs && ts_before(abs, &dl))
-		dl = *abs;
 	/* Private key even for a word in shared memory: no one wakes it; the
 	 * kernel only compares the value and times out. */
-	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, clk, &dl);
+	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, clk,
+			  ursa__bounded_deadline(clk, us, abs, &bound));
 	return 0;
 }
 
