@@ -222,8 +222,12 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, clockid_t clk, const struc
 	r = ursa__block(c, &ursa__cond_ops, &w, clk, abs);
 	/* Every return after the wait holds m again, timeouts included. A
 	 * lock of a valid mutex cannot fail. The signaller often still holds
-	 * m, on the CPU we were woken onto: the lock's spin yields to it. */
-	ursa__mutex_lock_fast(m);
+	 * m, on the CPU we were woken onto: the lock's spin yields to it, and
+	 * looks after each yield, not after every 8th as a locker's does
+	 * (kernel/arch.h): the signaller lets go within one, and looking
+	 * later cost a third of a producer/consumer's rate at 8-32 threads
+	 * (bench/README.md, "Looking less often"). */
+	ursa__mutex_relock(m);
 	return r;
 }
 

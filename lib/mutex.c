@@ -328,14 +328,14 @@ static void mutex_release(void *obj, struct ursa_waiter *w)
 		mutex_pass_on(obj);
 }
 
-static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs)
+static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs, bool eager)
 {
 	/* Spin, taking the word when it is free (the newcomer's transition),
 	 * until a hand-off is under way. On many CPUs an untimed locker first
 	 * watches the word with PAUSE backoff, sleepers or not; then, on any
-	 * machine, it spins while nobody sleeps (kernel/arch.h: yields, or
-	 * PAUSEs for a timed locker). Once a waiter sleeps (SLEEPERS), queue
-	 * behind them instead. */
+	 * machine, it spins while nobody sleeps (kernel/arch.h: yields, looking
+	 * after every 8th, or `eager` after each; PAUSEs for a timed locker).
+	 * Once a waiter sleeps (SLEEPERS), queue behind them instead. */
 	int looks = !abs && ursa_k_backoff_wanted() ? URSA_K_BACKOFF_LOOKS : 0;
 	unsigned b = 1;
 	for (int i = 0;;) {
@@ -352,7 +352,9 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 			b = ursa_k_backoff(b);
 			continue;
 		}
-		if ((v & M_SLEEPERS) || !ursa_k_spin(i++, abs != NULL))
+		if (v & M_SLEEPERS)
+			break;
+		if (!(eager ? ursa_k_spin(i++, abs != NULL) : ursa_k_lock_spin(i++, abs != NULL)))
 			break;
 	}
 	struct ursa_waiter w = {0};
@@ -366,7 +368,15 @@ int ursa__mutex_lock_slow(ursa_mutex_t *m)
 {
 	if (!m)
 		return -EINVAL;
-	return mutex_lock_slow(m, CLOCK_MONOTONIC, NULL);
+	return mutex_lock_slow(m, CLOCK_MONOTONIC, NULL, false);
+}
+
+int ursa__mutex_relock(ursa_mutex_t *m)
+{
+	uint32_t v = ld_relaxed(&m->__word);
+	if (!(v & M_HELD) && cas_acq(&m->__word, &v, v | M_LOCKED))
+		return 0;
+	return mutex_lock_slow(m, CLOCK_MONOTONIC, NULL, true);
 }
 
 int ursa__mutex_trylock_slow(ursa_mutex_t *m)
@@ -455,7 +465,7 @@ int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *
 		return 0;
 	if ((v & ~M_SHARED) == 0 && cas_acq(&m->__word, &v, v | M_LOCKED))
 		return 0; /* process-shared, uncontended */
-	return mutex_lock_slow(m, clk, abs);
+	return mutex_lock_slow(m, clk, abs, false);
 }
 
 /* Exported out-of-line versions of the inline fast paths. */

@@ -709,7 +709,7 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WAITING | RW_WRITER_WOKEN)) || !rw_write_locked(s) ||
-		    !ursa_k_spin(i++, abs != NULL))
+		    !ursa_k_lock_spin(i++, abs != NULL))
 			break;
 	}
 	struct ursa_waiter w = {0};
@@ -804,7 +804,7 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 				return 0;
 			continue;
 		}
-		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) || !ursa_k_spin(i++, abs != NULL))
+		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) || !ursa_k_lock_spin(i++, abs != NULL))
 			break;
 	}
 	struct ursa_waiter w = {0};
