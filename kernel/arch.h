@@ -63,7 +63,8 @@ static inline bool ursa_k_spin(int i, bool timed)
  * 150 ns; bench/README.md, "Looking less often"): with empty sections,
  * looking after every yield passed the mutex between the CPUs 2 million
  * times a second at 2 threads and ran at 0.6 of glibc's rate, rw95 at
- * 0.5 at 4-32 threads; after every 8th, 1.3x and 0.8-1.0x. Looking after
+ * 0.5 at 4-32 threads; after every 8th, 1.4x and 0.9-1.1x (and a yield
+ * inside the section 5-7% slower at 8-32 threads). Looking after
  * each yield only until a time had passed (1 us) did not help at 4-32
  * threads. A condvar's woken waiter re-takes its mutex looking after
  * every yield (lib/cond.c says why). A timed wait spins as ursa_k_spin.
