@@ -22,11 +22,13 @@ static inline void ursa_cpu_relax(void)
  * How a waiter spins before it sleeps (semaphore, wait queue; a lock's
  * waiter through ursa_k_lock_spin below): it found the object taken and
  * nobody asleep on it; after each call that returns true it looks again,
- * and once one returns false (or someone sleeps) it sleeps. Round i of an untimed wait is one sched_yield(), up to
- * URSA_K_SPIN_YIELDS: a holder preempted on this CPU runs, one running on
- * the other CPU finishes meanwhile (with nothing else runnable the call
- * returns at once), and the other threads get the CPU instead of a PAUSE
- * loop (about 140 cycles a PAUSE on recent Intel cores). A timed wait
+ * and once one returns false (or someone sleeps) it sleeps. Round i of
+ * an untimed wait is one sched_yield(), up to URSA_K_SPIN_YIELDS: a holder
+ * preempted on this CPU runs, one running on the other CPU finishes
+ * meanwhile (with nothing else runnable the call returns at once), and the
+ * other threads get the CPU instead of a PAUSE loop (a PAUSE costs about
+ * 140 cycles on Skylake-era Intel cores, 10 ns on the Intel vCPUs of
+ * bench/README.md's latest runs). A timed wait
  * spins URSA_K_SPIN_PAUSE_ROUNDS rounds of 8, 16, 32... PAUSEs instead:
  * one yield on a loaded machine can outlast a short deadline. Measured
  * against PAUSE loops and other counts: bench/README.md.

@@ -804,7 +804,8 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 				return 0;
 			continue;
 		}
-		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) || !ursa_k_lock_spin(i++, abs != NULL))
+		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) ||
+		    !ursa_k_lock_spin(i++, abs != NULL))
 			break;
 	}
 	struct ursa_waiter w = {0};
