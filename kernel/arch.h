@@ -28,10 +28,10 @@ static inline void ursa_cpu_relax(void)
  * meanwhile (with nothing else runnable the call returns at once), and the
  * other threads get the CPU instead of a PAUSE loop (a PAUSE costs about
  * 140 cycles on Skylake-era Intel cores, 10 ns on the Intel vCPUs of
- * bench/README.md's latest runs). A timed wait
- * spins URSA_K_SPIN_PAUSE_ROUNDS rounds of 8, 16, 32... PAUSEs instead:
- * one yield on a loaded machine can outlast a short deadline. Measured
- * against PAUSE loops and other counts: bench/README.md.
+ * bench/README.md's latest runs). A timed wait spins
+ * URSA_K_SPIN_PAUSE_ROUNDS rounds of 8, 16, 32... PAUSEs instead: one
+ * yield on a loaded machine can outlast a short deadline. Measured against
+ * PAUSE loops and other counts: bench/README.md.
  */
 #define URSA_K_SPIN_YIELDS 16
 #define URSA_K_SPIN_PAUSE_ROUNDS 4

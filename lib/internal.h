@@ -190,11 +190,11 @@ static inline void ursa__turn_stop(void)
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */
+URSA_PRIVATE_FN bool ursa__mutex_is_shared(const ursa_mutex_t *m);
+URSA_PRIVATE_FN bool ursa__mutex_is_locked(const ursa_mutex_t *m);
 /* Lock m for a condvar waiter that was woken (lib/cond.c): as
  * ursa_mutex_lock, but its spin looks after every yield. */
 URSA_PRIVATE_FN int ursa__mutex_relock(ursa_mutex_t *m);
-URSA_PRIVATE_FN bool ursa__mutex_is_shared(const ursa_mutex_t *m);
-URSA_PRIVATE_FN bool ursa__mutex_is_locked(const ursa_mutex_t *m);
 
 /* Ring waits (lib/async.c). A starter is prepare + launch:
  *   prepare: validate (r, op not in flight, the kernel has the io_uring

@@ -373,9 +373,7 @@ int ursa__mutex_lock_slow(ursa_mutex_t *m)
 
 int ursa__mutex_relock(ursa_mutex_t *m)
 {
-	uint32_t v = ld_relaxed(&m->__word);
-	if (!(v & M_HELD) && cas_acq(&m->__word, &v, v | M_LOCKED))
-		return 0;
+	/* mutex_lock_slow's first look takes a free mutex. */
 	return mutex_lock_slow(m, CLOCK_MONOTONIC, NULL, true);
 }
 
