@@ -42,6 +42,11 @@
 #   URSA_SHIM=path/to/libursa-pthread.so tests/real/postgres.sh
 #   (make shim-postgres does this)
 #
+# URSA_SHIM_BASE=path/to/another/libursa-pthread.so: compare two builds of
+# the shim instead (a change against the commit before it): the "base" side
+# replaces "plain" and runs the server with LD_PRELOAD of that library, and
+# the ratio is ursa / base.
+#
 # URSA_PG_SECONDS (default 8) per pgbench run, URSA_PG_ROUNDS (default 3),
 # URSA_PG_RUNS (default "tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"; MODE:CLIENTS
 # with MODE tpcb, N or S), URSA_PG_SCALE (default 5). URSA_PG_PERF: perf
@@ -54,6 +59,7 @@
 set -euo pipefail
 
 shim=${URSA_SHIM:-}
+base_shim=${URSA_SHIM_BASE:-}
 secs=${URSA_PG_SECONDS:-8}
 rounds=${URSA_PG_ROUNDS:-3}
 runs=${URSA_PG_RUNS:-"tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"}
@@ -66,6 +72,9 @@ die() {
 }
 
 [ -n "$shim" ] && [ -f "$shim" ] || die "set URSA_SHIM to libursa-pthread.so (got '$shim')"
+[ -z "$base_shim" ] || [ -f "$base_shim" ] || die "URSA_SHIM_BASE: no such file '$base_shim'"
+other=plain
+[ -n "$base_shim" ] && other=base
 maxc=0
 for r in $runs; do
 	m=${r%%:*} c=${r#*:}
@@ -101,6 +110,12 @@ chmod 700 "$work"
 cp "$shim" "$work/libursa-pthread.so"
 chmod 755 "$work/libursa-pthread.so"
 shim="$work/libursa-pthread.so"
+if [ -n "$base_shim" ]; then
+	mkdir "$work/base"
+	cp "$base_shim" "$work/base/libursa-pthread.so"
+	chmod 755 "$work/base" "$work/base/libursa-pthread.so"
+	base_shim="$work/base/libursa-pthread.so"
+fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data="$work/data"
@@ -130,13 +145,15 @@ fail() {
 	failures=$((failures + 1))
 }
 
-# lifetime LABEL SIDE STATS SECS: one server lifetime (SIDE plain or ursa);
+# lifetime LABEL SIDE STATS SECS: one server lifetime (SIDE plain, base or
+# ursa);
 # appends "LABEL RUN TPS" lines to $work/tps.
 lifetime() {
 	local label=$1 side=$2 stats=$3 t=$4
 	local log="$work/$label.log"
 	local env=(env)
 	[ "$side" = ursa ] && env+=(LD_PRELOAD="$shim")
+	[ "$side" = base ] && env+=(LD_PRELOAD="$base_shim")
 	[ "$stats" = 1 ] && env+=(URSA_SHIM_STATS=1)
 	as_user "${env[@]}" "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
 		-o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=$((maxc + 10)) -c shared_buffers=128MB -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB -c checkpoint_timeout=30min" \
@@ -144,7 +161,9 @@ lifetime() {
 	local pid
 	pid=$(head -n 1 "$data/postmaster.pid")
 	if [ "$side" = ursa ]; then
-		grep -q libursa-pthread "/proc/$pid/maps" || die "$label: the shim is not mapped into the postmaster"
+		grep -qF "$shim" "/proc/$pid/maps" || die "$label: the shim is not mapped into the postmaster"
+	elif [ "$side" = base ]; then
+		grep -qF "$base_shim" "/proc/$pid/maps" || die "$label: the base shim is not mapped into the postmaster"
 	elif grep -q libursa-pthread "/proc/$pid/maps"; then
 		die "$label: the shim is mapped into the plain server"
 	fi
@@ -220,7 +239,7 @@ echo "== check lifetime (untimed figures): the ursa server with the shim's count
 lifetime check ursa 1 2
 : >"$work/tps"
 for ((i = 1; i <= rounds; i++)); do
-	if ((i % 2)); then order="plain ursa"; else order="ursa plain"; fi
+	if ((i % 2)); then order="$other ursa"; else order="ursa $other"; fi
 	echo "== round $i: $order"
 	for side in $order; do
 		lifetime "$side$i" "$side" 0 "$secs"
@@ -228,19 +247,19 @@ for ((i = 1; i <= rounds; i++)); do
 done
 
 echo
-echo "== pgbench tps, $rounds rounds in alternating order; ratio = ursa / plain per round: median [min..max]"
+echo "== pgbench tps, $rounds rounds in alternating order; ratio = ursa / $other per round: median [min..max]"
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work/tps" "$rounds" "$runs" <<'EOF'
+python3 - "$work/tps" "$rounds" "$runs" "$other" <<'EOF'
 import statistics, sys
-path, rounds, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+path, rounds, runs, other = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
 tps = {}
 for line in open(path):
     label, run, v = line.split()
     side, rnd = label.rstrip("0123456789"), int(label[len(label.rstrip("0123456789")):])
     tps[(side, rnd, run)] = float(v)
-print(f"   {'run':<8} {'plain tps':>10} {'ursa tps':>10}  {'ursa/plain':<24} rounds")
+print(f"   {'run':<8} {other + ' tps':>10} {'ursa tps':>10}  {'ursa/' + other:<24} rounds")
 for run in runs:
-    p = [tps.get(("plain", i, run)) for i in range(1, rounds + 1)]
+    p = [tps.get((other, i, run)) for i in range(1, rounds + 1)]
     u = [tps.get(("ursa", i, run)) for i in range(1, rounds + 1)]
     ok = [(a, b) for a, b in zip(p, u) if a and b]
     if not ok:
