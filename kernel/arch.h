@@ -19,18 +19,19 @@ static inline void ursa_cpu_relax(void)
 }
 
 /*
- * How a waiter spins before it sleeps (the wait queue; a lock's or a
- * semaphore's waiter through ursa_k_lock_spin below): it found the object taken
- * and nobody asleep on it; after each call that returns true it looks again,
- * and once one returns false (or someone sleeps) it sleeps. Round i of an
- * untimed wait is one sched_yield(), up to URSA_K_SPIN_YIELDS: a holder
- * preempted on this CPU runs, one running on the other CPU finishes meanwhile
- * (with nothing else runnable the call returns at once), and the other threads
- * get the CPU instead of a PAUSE loop (a PAUSE costs about 140 cycles on
- * Skylake-era Intel cores, 10 ns on the Intel vCPUs of bench/README.md's latest
- * runs). A timed wait spins URSA_K_SPIN_PAUSE_ROUNDS rounds of 8, 16, 32...
- * PAUSEs instead: one yield on a loaded machine can outlast a short deadline.
- * Measured against PAUSE loops and other counts: bench/README.md.
+ * How a waiter spins before it sleeps (semaphore, wait queue; a lock's
+ * waiter through ursa_k_lock_spin below): it found the object taken and
+ * nobody asleep on it; after each call that returns true it looks again,
+ * and once one returns false (or someone sleeps) it sleeps. Round i of
+ * an untimed wait is one sched_yield(), up to URSA_K_SPIN_YIELDS: a holder
+ * preempted on this CPU runs, one running on the other CPU finishes
+ * meanwhile (with nothing else runnable the call returns at once), and the
+ * other threads get the CPU instead of a PAUSE loop (a PAUSE costs about
+ * 140 cycles on Skylake-era Intel cores, 10 ns on the Intel vCPUs of
+ * bench/README.md's latest runs). A timed wait spins
+ * URSA_K_SPIN_PAUSE_ROUNDS rounds of 8, 16, 32... PAUSEs instead: one
+ * yield on a loaded machine can outlast a short deadline. Measured against
+ * PAUSE loops and other counts: bench/README.md.
  */
 #define URSA_K_SPIN_YIELDS 16
 #define URSA_K_SPIN_PAUSE_ROUNDS 4
@@ -51,7 +52,7 @@ static inline bool ursa_k_spin(int i, bool timed)
 }
 
 /*
- * A lock's or a semaphore's waiter spins the same URSA_K_SPIN_YIELDS yields
+ * A lock's waiter (mutex, rwlock) spins the same URSA_K_SPIN_YIELDS yields
  * but looks at the word only after every URSA_K_LOCK_SPIN_LOOK_EVERY-th:
  * round i is that many yields. Each look pulls the lock's cache line to
  * this CPU and, with short sections, often finds the lock free between
@@ -67,11 +68,8 @@ static inline bool ursa_k_spin(int i, bool timed)
  * 0.5 at 4-32 threads; after every 8th, 1.4x and 0.9-1.1x (and a yield
  * inside the section 5-7% slower at 8-32 threads). Looking after
  * each yield only until a time had passed (1 us) did not help at 4-32
- * threads. The semaphore's spin, adaptive (lib/internal.h), counts these
- * rounds: with empty sections 3.0-3.4x glibc's rate at 2-32 threads
- * instead of 1.7-2.4x ("The semaphore looks less often"). A condvar's
- * woken waiter re-takes its mutex looking after every yield (lib/cond.c
- * says why). A timed wait spins as ursa_k_spin.
+ * threads. A condvar's woken waiter re-takes its mutex looking after
+ * every yield (lib/cond.c says why). A timed wait spins as ursa_k_spin.
  */
 #define URSA_K_LOCK_SPIN_LOOK_EVERY 8
 

@@ -102,10 +102,8 @@ static inline bool ursa__waited_fair(struct ursa_waiter *w, uint32_t nwaiters)
  * Adaptive spinning, for waits whose length the object cannot tell (a
  * semaphore's post, a wait queue's wake: microseconds for a lock-like
  * semaphore, milliseconds for a group commit's fdatasync). The object
- * keeps a 4-bit hint, est: how many rounds of its spin paid off lately
- * (the wait queue's rounds are ursa_k_spin's, one yield each; the
- * semaphore's ursa_k_lock_spin's, 8 yields each: kernel/arch.h), stored
- * as URSA_SPIN_EST_MAX - est so that a zeroed object starts at the
+ * keeps a 4-bit hint, est: how many rounds of ursa_k_spin paid off lately,
+ * stored as URSA_SPIN_EST_MAX - est so that a zeroed object starts at the
  * most (a lock-like semaphore that never spun would find its waiters
  * always asleep, and spinning stops while anyone sleeps).
  * A wait spins up to est rounds (with est 0, one round in every 64th wait,

@@ -426,15 +426,17 @@ static void sem_set_est(ursa_sem_t *s, uint32_t w, unsigned est)
 }
 
 /* A post may follow shortly (a producer just behind, a lock-like
- * semaphore): spin while nobody sleeps, as long as spinning paid off
- * lately (the hint in __waiters, lib/internal.h; here it counts rounds of
- * ursa_k_lock_spin). A spin that saw units come and go to others was no
- * wait for a distant post (a lock-like semaphore under contention): it
- * counts as paying off. The rounds look at __value after every
- * URSA_K_LOCK_SPIN_LOOK_EVERY-th yield, as a lock's waiter does
- * (kernel/arch.h): a lock-like semaphore with short sections was passed
- * between the CPUs at each look (bench/README.md, "The semaphore looks
- * less often"). */
+ * semaphore): spin while nobody sleeps (kernel/arch.h), as long as
+ * spinning paid off lately (the hint in __waiters, lib/internal.h). A spin
+ * that saw units come and go to others was no wait for a distant post (a
+ * lock-like semaphore under contention): it counts as paying off.
+ *   It looks at __value after each yield. Looking after every 8th, as a
+ * lock's waiter does (ursa_k_lock_spin), ran a lock-like semaphore with
+ * empty sections 1.3-2x faster, but two threads passing a turn through two
+ * semaphores 3x slower on 2 CPUs and 7x on one: the partner that posts
+ * runs during the spinner's yields, and the spinner does not look until
+ * the 8th (bench/README.md, "The semaphore looks less often").
+ * A semaphore is a signal first. */
 int ursa__sem_spin(ursa_sem_t *s, bool timed)
 {
 	struct ursa_waiter none = {0};
@@ -454,7 +456,7 @@ int ursa__sem_spin(ursa_sem_t *s, bool timed)
 		w = ld_relaxed(&s->__waiters);
 		if (w & S_COUNT)
 			return -EBUSY; /* others sleep: queue behind them */
-		if (i >= budget || !ursa_k_lock_spin(i, timed)) {
+		if (i >= budget || !ursa_k_spin(i, timed)) {
 			if (i)
 				sem_set_est(s, w, ursa__spin_learn(est, i, busy));
 			return -EBUSY;
