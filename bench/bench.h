@@ -20,6 +20,7 @@
 #endif
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,7 +59,7 @@ struct bench_opts {
 	long uncontended_ops; /* lock+unlock pairs per mutex-uncontended rep */
 	bool uncontended_here; /* mutex-uncontended: measure in this process
 				  (the child ursa-bench --uncontended-child) */
-	int pingpong_rounds;  /* round trips per cond-pingpong rep */
+	int pingpong_rounds;  /* round trips per cond-pingpong / sem-pingpong rep */
 	int handoff_samples;  /* hand-offs per handoff-latency rep */
 	int wake_rounds;      /* wake rounds per wake-batch rep */
 	bool threads_set, reps_set, duration_set; /* given on the command line */
@@ -118,7 +119,7 @@ struct bench_scenario {
 /* Each scenario module fills its descriptors (adds impls it has). */
 void bench_locks_register(struct bench_scenario *uncontended, struct bench_scenario *contended,
 			  struct bench_scenario *rwlock, struct bench_scenario *pingpong,
-			  struct bench_scenario *handoff);
+			  struct bench_scenario *sem_pingpong, struct bench_scenario *handoff);
 void bench_wake_register(struct bench_scenario *wake);
 void bench_async_register(struct bench_scenario *async);
 void bench_shim_register(struct bench_scenario *shim);
@@ -197,9 +198,15 @@ int bench_spawn(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t 
 int bench_spawn_small(pthread_t *tids, int n, void *(*fn)(void *), void *args, size_t stride);
 /* Start one thread fn(arg), pinned to allowed CPU cpu_index when --pin. */
 int bench_spawn_on(pthread_t *tid, int cpu_index, void *(*fn)(void *), void *arg);
+/* Start one thread fn(arg) on the first allowed CPU only, --pin or not. */
+int bench_spawn_on_first_cpu(pthread_t *tid, void *(*fn)(void *), void *arg);
 void bench_join(pthread_t *tids, int n);
 /* Pin the calling thread to allowed CPU i % ncpu when --pin. */
 void bench_pin_self(int i);
+/* Move the calling thread to the first allowed CPU, --pin or not, saving
+ * its affinity in *old for bench_unpin_self. 0, or -1 after saying why. */
+int bench_pin_self_first_cpu(cpu_set_t *old);
+void bench_unpin_self(const cpu_set_t *old);
 
 /* The calling thread's kernel id. */
 pid_t bench_gettid(void);

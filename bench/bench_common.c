@@ -170,6 +170,43 @@ int bench_spawn_on(pthread_t *tid, int cpu_index, void *(*fn)(void *), void *arg
 	return r ? bench_fail("pthread_create", r) : 0;
 }
 
+static void first_cpu(cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	if (bench_opt.ncpu > 0)
+		CPU_SET(bench_opt.cpus[0], set);
+	else
+		CPU_SET(0, set);
+}
+
+int bench_spawn_on_first_cpu(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	first_cpu(&set);
+	pthread_attr_init(&attr);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	int r = pthread_create(tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r ? bench_fail("pthread_create", r) : 0;
+}
+
+int bench_pin_self_first_cpu(cpu_set_t *old)
+{
+	cpu_set_t set;
+	int r = pthread_getaffinity_np(pthread_self(), sizeof(*old), old);
+	if (r)
+		return bench_fail("pthread_getaffinity_np", r);
+	first_cpu(&set);
+	r = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	return r ? bench_fail("pthread_setaffinity_np", r) : 0;
+}
+
+void bench_unpin_self(const cpu_set_t *old)
+{
+	pthread_setaffinity_np(pthread_self(), sizeof(*old), old);
+}
+
 void bench_join(pthread_t *tids, int n)
 {
 	for (int i = 0; i < n; i++)

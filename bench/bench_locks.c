@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/bench_locks.c — the lock scenarios (mutex-uncontended,
- * mutex-contended, rwlock-read-mostly, cond-pingpong, handoff-latency),
+ * mutex-contended, rwlock-read-mostly, cond-pingpong, sem-pingpong,
+ * handoff-latency),
  * bench_tmpl.h instantiated once per implementation.
  */
 #include "bench/adapters.h"
@@ -18,6 +19,7 @@
 #define IMPL_HAS_RW  1
 #define IMPL_HAS_PP  1
 #define IMPL_SPINS   0
+#define IMPL_HAS_SEM 1
 #include "bench/bench_tmpl.h"
 
 #define IMPL	     ursa
@@ -26,6 +28,7 @@
 #define IMPL_HAS_RW  1
 #define IMPL_HAS_PP  1
 #define IMPL_SPINS   0
+#define IMPL_HAS_SEM 1
 #include "bench/bench_tmpl.h"
 
 #ifdef HAVE_NSYNC
@@ -35,6 +38,7 @@
 #define IMPL_HAS_RW  1
 #define IMPL_HAS_PP  1
 #define IMPL_SPINS   0
+#define IMPL_HAS_SEM 0
 #include "bench/bench_tmpl.h"
 #endif
 
@@ -45,12 +49,13 @@
 #define IMPL_HAS_RW  1
 #define IMPL_HAS_PP  1
 #define IMPL_SPINS   1
+#define IMPL_HAS_SEM 0
 #include "bench/bench_tmpl.h"
 #endif
 
 void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con,
 			  struct bench_scenario *rw, struct bench_scenario *pp,
-			  struct bench_scenario *ho)
+			  struct bench_scenario *spp, struct bench_scenario *ho)
 {
 	*unc = (struct bench_scenario){
 	    .name = "mutex-uncontended",
@@ -94,6 +99,17 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 	    .nmetrics = 1,
 	    .metrics = {{"round-trip", "us", false}},
 	};
+	*spp = (struct bench_scenario){
+	    .name = "sem-pingpong",
+	    .what = "two threads pass a turn through two semaphores (each waits on its own, posts the other's); on two CPUs, or both on one",
+	    .axis = "threads",
+	    .npoints = 1,
+	    .points = {2},
+	    .nvariants = 2,
+	    .variants = {"", "one-cpu"},
+	    .nmetrics = 1,
+	    .metrics = {{"round-trip", "us", false}},
+	};
 	*ho = (struct bench_scenario){
 	    .name = "handoff-latency",
 	    .what = "unlock -> a sleeping waiter's lock returns (median)",
@@ -106,12 +122,12 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 	    .metrics = {{"median", "us", false}},
 	};
 
-	t_glibc_register(unc, con, rw, pp, ho);
-	t_ursa_register(unc, con, rw, pp, ho);
+	t_glibc_register(unc, con, rw, pp, spp, ho);
+	t_ursa_register(unc, con, rw, pp, spp, ho);
 #ifdef HAVE_NSYNC
-	t_nsync_register(unc, con, rw, pp, ho);
+	t_nsync_register(unc, con, rw, pp, spp, ho);
 #endif
 #ifdef HAVE_CK
-	t_ck_register(unc, con, rw, pp, ho);
+	t_ck_register(unc, con, rw, pp, spp, ho);
 #endif
 }

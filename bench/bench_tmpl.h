@@ -9,6 +9,7 @@
  *   IMPL_PP_NOTE  the same for cond-pingpong
  *   IMPL_HAS_RW   1 if the adapter has ad_IMPL_rw_*
  *   IMPL_HAS_PP   1 if the adapter has ad_IMPL_pp_*
+ *   IMPL_HAS_SEM  1 if the adapter has ad_IMPL_sem_* (sem-pingpong)
  *   IMPL_SPINS    1 if a blocked locker spins instead of sleeping
  *
  * Instantiating the code per implementation (instead of calling the
@@ -280,6 +281,94 @@ fail:
 }
 #endif
 
+/* ------------------------------------------------ sem-pingpong */
+#if IMPL_HAS_SEM
+
+struct T(sside) {
+	AD(sem_t) s BENCH_ALIGNED;
+};
+
+struct T(sshared) {
+	struct T(sside) side[2];
+	int turn;   /* plain: whose turn, written before each post */
+	int broken; /* plain: a wait returned out of turn */
+	int rounds;
+};
+
+static void *T(sthread_b)(void *p)
+{
+	struct T(sshared) *sh = p;
+	for (int i = 0; i < sh->rounds; i++) {
+		AD(sem_wait)(&sh->side[1].s);
+		if (sh->turn != 1)
+			sh->broken = 1;
+		sh->turn = 0;
+		AD(sem_post)(&sh->side[0].s);
+	}
+	return NULL;
+}
+
+/* Side 0 is the calling thread, side 1 a second thread; one round trip is
+ * 0 -> 1 -> 0: each side waits on its own semaphore and posts the other's.
+ * Variant 0: the two threads on CPUs 0 and 1 with --pin, else where the
+ * scheduler puts them; variant 1 ("one-cpu"): both on the first allowed
+ * CPU, where a waiter's spin runs the very thread that will post it. */
+static int T(sem_pingpong)(const struct bench_point *pt, double *v)
+{
+	struct T(sshared) *sh = aligned_alloc(BENCH_CACHELINE, sizeof(*sh));
+	pthread_t tid;
+	cpu_set_t old;
+	bool one_cpu = pt->variant == 1;
+	int r;
+
+	if (!sh)
+		return bench_fail("malloc", ENOMEM);
+	memset(sh, 0, sizeof(*sh));
+	AD(sem_init)(&sh->side[0].s, 0);
+	AD(sem_init)(&sh->side[1].s, 0);
+	sh->rounds = bench_opt.pingpong_rounds / (pt->warmup ? 5 : 1);
+	if (one_cpu) {
+		if (bench_pin_self_first_cpu(&old))
+			goto fail;
+		r = bench_spawn_on_first_cpu(&tid, T(sthread_b), sh);
+	} else {
+		bench_pin_self(0);
+		r = bench_spawn_on(&tid, 1, T(sthread_b), sh);
+	}
+	if (r)
+		goto fail_pinned;
+	uint64_t t0 = bench_now_ns();
+	for (int i = 0; i < sh->rounds; i++) {
+		sh->turn = 1;
+		AD(sem_post)(&sh->side[1].s);
+		AD(sem_wait)(&sh->side[0].s);
+		if (sh->turn != 0)
+			sh->broken = 1;
+	}
+	uint64_t t1 = bench_now_ns();
+	pthread_join(tid, NULL);
+	if (one_cpu)
+		bench_unpin_self(&old);
+	AD(sem_destroy)(&sh->side[0].s);
+	AD(sem_destroy)(&sh->side[1].s);
+	if (sh->broken) {
+		fprintf(stderr, "ursa-bench: sem-pingpong (%s): a wait returned out of turn\n",
+			BENCH_STR(IMPL));
+		free(sh);
+		return -1;
+	}
+	v[0] = (double)(t1 - t0) / sh->rounds / 1e3;
+	free(sh);
+	return 0;
+fail_pinned:
+	if (one_cpu)
+		bench_unpin_self(&old);
+fail:
+	free(sh);
+	return -1;
+}
+#endif
+
 /* ------------------------------------------------ handoff-latency */
 
 struct T(hshared) {
@@ -370,7 +459,7 @@ out:
 
 static void T(register)(struct bench_scenario *unc, struct bench_scenario *con,
 			struct bench_scenario *rw, struct bench_scenario *pp,
-			struct bench_scenario *ho)
+			struct bench_scenario *spp, struct bench_scenario *ho)
 {
 	const char *name = BENCH_STR(IMPL);
 	bench_add_impl(unc, name, IMPL_NOTE, T(uncontended));
@@ -385,6 +474,11 @@ static void T(register)(struct bench_scenario *unc, struct bench_scenario *con,
 #else
 	(void)pp;
 #endif
+#if IMPL_HAS_SEM
+	bench_add_impl(spp, name, NULL, T(sem_pingpong));
+#else
+	(void)spp;
+#endif
 	bench_add_impl(ho, name, IMPL_NOTE, T(handoff));
 }
 
@@ -395,4 +489,5 @@ static void T(register)(struct bench_scenario *unc, struct bench_scenario *con,
 #undef IMPL_PP_NOTE
 #undef IMPL_HAS_RW
 #undef IMPL_HAS_PP
+#undef IMPL_HAS_SEM
 #undef IMPL_SPINS

@@ -20,7 +20,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-enum { S_UNC, S_CON, S_RW, S_PP, S_HO, S_WAKE, S_ASYNC, S_SHIM, S_CONT, S_COUNT };
+enum { S_UNC, S_CON, S_RW, S_PP, S_SPP, S_HO, S_WAKE, S_ASYNC, S_SHIM, S_CONT, S_COUNT };
 static struct bench_scenario scen[S_COUNT];
 
 static FILE *csv;
@@ -249,7 +249,8 @@ int main(int argc, char **argv)
 	int reps = 0, threads = 0;
 	double duration = 0;
 
-	bench_locks_register(&scen[S_UNC], &scen[S_CON], &scen[S_RW], &scen[S_PP], &scen[S_HO]);
+	bench_locks_register(&scen[S_UNC], &scen[S_CON], &scen[S_RW], &scen[S_PP], &scen[S_SPP],
+			     &scen[S_HO]);
 	bench_wake_register(&scen[S_WAKE]);
 	bench_async_register(&scen[S_ASYNC]);
 	bench_shim_register(&scen[S_SHIM]);
