@@ -97,6 +97,7 @@ fi
 # The server runs as an unprivileged user, in a private directory that user
 # owns (socket there too), on a free loopback port.
 work=$(mktemp -d "${TMPDIR:-/tmp}/ursa-pg.XXXXXX")
+work=$(cd "$work" && pwd -P) # as /proc/PID/maps will name the shims in it
 if [ "$(id -u)" = 0 ]; then
 	user=postgres
 	id "$user" >/dev/null 2>&1 || die "no user $user (the postgresql package makes it)"
