@@ -90,12 +90,12 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 	};
 	*pp = (struct bench_scenario){
 	    .name = "cond-pingpong",
-	    .what = "two threads pass a turn with mutex + condvar signal (one wake each way)",
+	    .what = "two threads pass a turn with mutex + condvar signal (one wake each way); on two CPUs, or both on one",
 	    .axis = "threads",
 	    .npoints = 1,
 	    .points = {2},
-	    .nvariants = 1,
-	    .variants = {""},
+	    .nvariants = 2,
+	    .variants = {"", "one-cpu"},
 	    .nmetrics = 1,
 	    .metrics = {{"round-trip", "us", false}},
 	};

@@ -231,91 +231,73 @@ out:
 }
 #endif
 
-/* ------------------------------------------------ cond-pingpong */
-#if IMPL_HAS_PP
+/* ------------------------------------------------ cond-pingpong, sem-pingpong */
+#if IMPL_HAS_PP || IMPL_HAS_SEM
 
+/* The turn goes through the adapter's pp_* (mutex + condvar) or, for
+ * sem-pingpong, a semaphore per side. */
 struct T(pshared) {
+#if IMPL_HAS_PP
 	AD(pp_t) pp BENCH_ALIGNED;
+#endif
+#if IMPL_HAS_SEM
+	struct {
+		AD(sem_t) s BENCH_ALIGNED;
+	} side[2];
+	int turn;   /* plain: whose turn, written before each post */
+	int broken; /* plain: a semaphore wait returned out of turn */
+#endif
+	bool sem;
 	int rounds;
 };
+
+static inline void T(pp_leg_pass)(struct T(pshared) *sh, int to)
+{
+#if IMPL_HAS_SEM
+	if (sh->sem) {
+		sh->turn = to;
+		AD(sem_post)(&sh->side[to].s);
+		return;
+	}
+#endif
+#if IMPL_HAS_PP
+	AD(pp_pass)(&sh->pp, to);
+#endif
+}
+
+static inline void T(pp_leg_wait)(struct T(pshared) *sh, int me)
+{
+#if IMPL_HAS_SEM
+	if (sh->sem) {
+		AD(sem_wait)(&sh->side[me].s);
+		if (sh->turn != me)
+			sh->broken = 1;
+		return;
+	}
+#endif
+#if IMPL_HAS_PP
+	AD(pp_wait)(&sh->pp, me);
+#endif
+}
 
 static void *T(pthread_b)(void *p)
 {
 	struct T(pshared) *sh = p;
 	for (int i = 0; i < sh->rounds; i++) {
-		AD(pp_wait)(&sh->pp, 1);
-		AD(pp_pass)(&sh->pp, 0);
+		T(pp_leg_wait)(sh, 1);
+		T(pp_leg_pass)(sh, 0);
 	}
 	return NULL;
 }
 
 /* Side 0 is the calling thread, side 1 a second thread; one round trip is
- * 0 -> 1 -> 0, each leg a wait woken by the other side's signal. */
-static int T(pingpong)(const struct bench_point *pt, double *v)
-{
-	struct T(pshared) *sh = aligned_alloc(BENCH_CACHELINE, sizeof(*sh));
-	pthread_t tid;
-
-	if (!sh)
-		return bench_fail("malloc", ENOMEM);
-	memset(sh, 0, sizeof(*sh));
-	AD(pp_init)(&sh->pp);
-	sh->rounds = bench_opt.pingpong_rounds / (pt->warmup ? 5 : 1);
-	bench_pin_self(0);
-	if (bench_spawn_on(&tid, 1, T(pthread_b), sh))
-		goto fail;
-	uint64_t t0 = bench_now_ns();
-	for (int i = 0; i < sh->rounds; i++) {
-		AD(pp_pass)(&sh->pp, 1);
-		AD(pp_wait)(&sh->pp, 0);
-	}
-	uint64_t t1 = bench_now_ns();
-	pthread_join(tid, NULL);
-	AD(pp_destroy)(&sh->pp);
-	v[0] = (double)(t1 - t0) / sh->rounds / 1e3;
-	free(sh);
-	return 0;
-fail:
-	free(sh);
-	return -1;
-}
-#endif
-
-/* ------------------------------------------------ sem-pingpong */
-#if IMPL_HAS_SEM
-
-struct T(sside) {
-	AD(sem_t) s BENCH_ALIGNED;
-};
-
-struct T(sshared) {
-	struct T(sside) side[2];
-	int turn;   /* plain: whose turn, written before each post */
-	int broken; /* plain: a wait returned out of turn */
-	int rounds;
-};
-
-static void *T(sthread_b)(void *p)
-{
-	struct T(sshared) *sh = p;
-	for (int i = 0; i < sh->rounds; i++) {
-		AD(sem_wait)(&sh->side[1].s);
-		if (sh->turn != 1)
-			sh->broken = 1;
-		sh->turn = 0;
-		AD(sem_post)(&sh->side[0].s);
-	}
-	return NULL;
-}
-
-/* Side 0 is the calling thread, side 1 a second thread; one round trip is
- * 0 -> 1 -> 0: each side waits on its own semaphore and posts the other's.
+ * 0 -> 1 -> 0, each leg a wait woken by the other side's signal or post.
  * Variant 0: the two threads on CPUs 0 and 1 with --pin, else where the
  * scheduler puts them; variant 1 ("one-cpu"): both on the first allowed
- * CPU, where a waiter's spin runs the very thread that will post it. */
-static int T(sem_pingpong)(const struct bench_point *pt, double *v)
+ * CPU, where a waiter's spin runs the very thread that will wake it. */
+static int T(pingpong_run)(const struct bench_point *pt, double *v, bool sem)
 {
-	struct T(sshared) *sh = aligned_alloc(BENCH_CACHELINE, sizeof(*sh));
+	struct T(pshared) *sh = aligned_alloc(BENCH_CACHELINE, sizeof(*sh));
 	pthread_t tid;
 	cpu_set_t old;
 	bool one_cpu = pt->variant == 1;
@@ -324,41 +306,57 @@ static int T(sem_pingpong)(const struct bench_point *pt, double *v)
 	if (!sh)
 		return bench_fail("malloc", ENOMEM);
 	memset(sh, 0, sizeof(*sh));
-	AD(sem_init)(&sh->side[0].s, 0);
-	AD(sem_init)(&sh->side[1].s, 0);
+	sh->sem = sem;
+#if IMPL_HAS_SEM
+	if (sem) {
+		AD(sem_init)(&sh->side[0].s, 0);
+		AD(sem_init)(&sh->side[1].s, 0);
+	}
+#endif
+#if IMPL_HAS_PP
+	if (!sem)
+		AD(pp_init)(&sh->pp);
+#endif
 	sh->rounds = bench_opt.pingpong_rounds / (pt->warmup ? 5 : 1);
 	if (one_cpu) {
 		if (bench_pin_self_first_cpu(&old))
 			goto fail;
-		r = bench_spawn_on_first_cpu(&tid, T(sthread_b), sh);
+		r = bench_spawn_on_first_cpu(&tid, T(pthread_b), sh);
 	} else {
 		bench_pin_self(0);
-		r = bench_spawn_on(&tid, 1, T(sthread_b), sh);
+		r = bench_spawn_on(&tid, 1, T(pthread_b), sh);
 	}
 	if (r)
 		goto fail_pinned;
 	uint64_t t0 = bench_now_ns();
 	for (int i = 0; i < sh->rounds; i++) {
-		sh->turn = 1;
-		AD(sem_post)(&sh->side[1].s);
-		AD(sem_wait)(&sh->side[0].s);
-		if (sh->turn != 0)
-			sh->broken = 1;
+		T(pp_leg_pass)(sh, 1);
+		T(pp_leg_wait)(sh, 0);
 	}
 	uint64_t t1 = bench_now_ns();
 	pthread_join(tid, NULL);
 	if (one_cpu)
 		bench_unpin_self(&old);
-	AD(sem_destroy)(&sh->side[0].s);
-	AD(sem_destroy)(&sh->side[1].s);
-	if (sh->broken) {
+	bool broken = false;
+#if IMPL_HAS_SEM
+	if (sem) {
+		AD(sem_destroy)(&sh->side[0].s);
+		AD(sem_destroy)(&sh->side[1].s);
+		broken = sh->broken;
+	}
+#endif
+#if IMPL_HAS_PP
+	if (!sem)
+		AD(pp_destroy)(&sh->pp);
+#endif
+	int rounds = sh->rounds;
+	free(sh);
+	if (broken) {
 		fprintf(stderr, "ursa-bench: sem-pingpong (%s): a wait returned out of turn\n",
 			BENCH_STR(IMPL));
-		free(sh);
 		return -1;
 	}
-	v[0] = (double)(t1 - t0) / sh->rounds / 1e3;
-	free(sh);
+	v[0] = (double)(t1 - t0) / rounds / 1e3;
 	return 0;
 fail_pinned:
 	if (one_cpu)
@@ -367,6 +365,19 @@ fail:
 	free(sh);
 	return -1;
 }
+
+#if IMPL_HAS_PP
+static int T(pingpong)(const struct bench_point *pt, double *v)
+{
+	return T(pingpong_run)(pt, v, false);
+}
+#endif
+#if IMPL_HAS_SEM
+static int T(sem_pingpong)(const struct bench_point *pt, double *v)
+{
+	return T(pingpong_run)(pt, v, true);
+}
+#endif
 #endif
 
 /* ------------------------------------------------ handoff-latency */
