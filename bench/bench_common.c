@@ -155,40 +155,39 @@ int bench_spawn_small(pthread_t *tids, int n, void *(*fn)(void *), void *args, s
 	return spawn(tids, n, fn, args, stride, 128 * 1024);
 }
 
-int bench_spawn_on(pthread_t *tid, int cpu_index, void *(*fn)(void *), void *arg)
+/* Start one thread fn(arg), on the CPUs of set (NULL: wherever). */
+static int spawn_one(pthread_t *tid, const cpu_set_t *set, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	if (bench_opt.pin && bench_opt.ncpu > 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(bench_opt.cpus[cpu_index % bench_opt.ncpu], &set);
-		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	}
+	if (set)
+		pthread_attr_setaffinity_np(&attr, sizeof(*set), set);
 	int r = pthread_create(tid, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return r ? bench_fail("pthread_create", r) : 0;
+}
+
+int bench_spawn_on(pthread_t *tid, int cpu_index, void *(*fn)(void *), void *arg)
+{
+	if (!bench_opt.pin || bench_opt.ncpu <= 0)
+		return spawn_one(tid, NULL, fn, arg);
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(bench_opt.cpus[cpu_index % bench_opt.ncpu], &set);
+	return spawn_one(tid, &set, fn, arg);
 }
 
 static void first_cpu(cpu_set_t *set)
 {
 	CPU_ZERO(set);
-	if (bench_opt.ncpu > 0)
-		CPU_SET(bench_opt.cpus[0], set);
-	else
-		CPU_SET(0, set);
+	CPU_SET(bench_opt.ncpu > 0 ? bench_opt.cpus[0] : 0, set);
 }
 
 int bench_spawn_on_first_cpu(pthread_t *tid, void *(*fn)(void *), void *arg)
 {
-	pthread_attr_t attr;
 	cpu_set_t set;
 	first_cpu(&set);
-	pthread_attr_init(&attr);
-	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	int r = pthread_create(tid, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return r ? bench_fail("pthread_create", r) : 0;
+	return spawn_one(tid, &set, fn, arg);
 }
 
 int bench_pin_self_first_cpu(cpu_set_t *old)
