@@ -6,6 +6,8 @@
 
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 
 static inline void ursa_cpu_relax(void)
 {
@@ -70,17 +72,58 @@ static inline bool ursa_k_spin(int i, bool timed)
  * each yield only until a time had passed (1 us) did not help at 4-32
  * threads. A condvar's woken waiter re-takes its mutex looking after
  * every yield (lib/cond.c says why). A timed wait spins as ursa_k_spin.
+ *
+ * Where the process may run on one CPU only (taskset, a one-CPU cpuset),
+ * the lock spin also ends once URSA_K_SPIN_NS have passed since its first
+ * yield (*t0 holds when that was; a timed wait leaves it alone), checked
+ * after each yield: a yield that ends past it ends the round with one more
+ * look. There a waiter that runs means its holder does not: each yield
+ * runs the holder (or another waiter) for a time slice, and the holder is
+ * most often preempted while it holds the lock again, so 16 yields kept a
+ * spinner from the lock for tens of milliseconds while the threads that
+ * slept were woken at an unlock and served in turn. Measured with
+ * taskset -c 0 (bench/README.md, "One CPU: the lock spin bounded by
+ * time"): the mutex's least-served thread had 0.16-0.74 of the mean with
+ * 100 ns and 1 us sections at 4-8 threads (glibc 0.82-0.97), its worst
+ * p99 wait 22-24 ms; bounded, 0.68-0.88, under a microsecond, the
+ * rwlock's 0.36-0.70 -> 0.68-0.97, and the mutex with empty sections at
+ * 8 threads 0.84-0.88x glibc's rate instead of 0.93-0.97x. On 2 CPUs
+ * the same bound (300 us, or 1 ms) cost the condvar's producer/consumer
+ * at 16-32 threads up to a third of its rate and moved no share beyond
+ * noise, so it is not used there.
  */
 #define URSA_K_LOCK_SPIN_LOOK_EVERY 8
+#define URSA_K_SPIN_NS 300000u
 
-static inline bool ursa_k_lock_spin(int i, bool timed)
+/* How many CPUs this process may run on (kernel/cpus.c); at least 1. */
+__attribute__((visibility("hidden"))) int ursa_k_cpus(void);
+
+static inline uint64_t ursa_k_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool ursa_k_lock_spin(int i, bool timed, uint64_t *t0)
 {
 	if (timed)
 		return ursa_k_spin(i, true);
 	if (i >= URSA_K_SPIN_YIELDS / URSA_K_LOCK_SPIN_LOOK_EVERY)
 		return false;
-	for (int k = 0; k < URSA_K_LOCK_SPIN_LOOK_EVERY; k++)
+	bool bounded = ursa_k_cpus() == 1;
+	if (bounded) {
+		uint64_t now = ursa_k_now_ns();
+		if (i == 0)
+			*t0 = now;
+		else if (now - *t0 >= URSA_K_SPIN_NS)
+			return false;
+	}
+	for (int k = 0; k < URSA_K_LOCK_SPIN_LOOK_EVERY; k++) {
 		sched_yield();
+		if (bounded && ursa_k_now_ns() - *t0 >= URSA_K_SPIN_NS)
+			break;
+	}
 	return true;
 }
 
@@ -103,9 +146,6 @@ static inline bool ursa_k_lock_spin(int i, bool timed)
 #define URSA_K_BACKOFF_CPUS 8
 #define URSA_K_BACKOFF_LOOKS 30
 #define URSA_K_BACKOFF_MAX 256
-
-/* How many CPUs this process may run on (kernel/cpus.c); at least 1. */
-__attribute__((visibility("hidden"))) int ursa_k_cpus(void);
 
 static inline bool ursa_k_backoff_wanted(void)
 {

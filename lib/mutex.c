@@ -72,7 +72,8 @@
  * spin changes no protocol). On 8 or more CPUs an untimed locker watches
  * the word with PAUSE backoff whether or not waiters sleep, until a
  * hand-off is under way; then, on any machine, it yields while nobody
- * sleeps, and then sleeps (kernel/arch.h says why and what was measured).
+ * sleeps (on one CPU for at most URSA_K_SPIN_NS, 300 us), and then sleeps
+ * (kernel/arch.h says why and what was measured).
  * Barging past sleepers stays bounded by the hand-off (Fairness in
  * include/ursa/mutex.h): the spin stops at HANDED.
  *
@@ -338,6 +339,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 	 * Once a waiter sleeps (SLEEPERS), queue behind them instead. */
 	int looks = !abs && ursa_k_backoff_wanted() ? URSA_K_BACKOFF_LOOKS : 0;
 	unsigned b = 1;
+	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t v = ld_relaxed(&m->__word);
 		if (!(v & M_HELD)) {
@@ -354,7 +356,7 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 		}
 		if (v & M_SLEEPERS)
 			break;
-		if (!(eager ? ursa_k_spin(i++, abs != NULL) : ursa_k_lock_spin(i++, abs != NULL)))
+		if (!(eager ? ursa_k_spin(i++, abs != NULL) : ursa_k_lock_spin(i++, abs != NULL, &t0)))
 			break;
 	}
 	struct ursa_waiter w = {0};

@@ -701,6 +701,7 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 	/* Spin while a writer holds the lock with nobody queued
 	 * (kernel/arch.h); stop as soon as a waiting bit shows, or a woken
 	 * writer is on its way (others sleep: queue behind them). */
+	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
 		if (rw_read_lockable(s)) {
@@ -709,7 +710,7 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WAITING | RW_WRITER_WOKEN)) || !rw_write_locked(s) ||
-		    !ursa_k_lock_spin(i++, abs != NULL))
+		    !ursa_k_lock_spin(i++, abs != NULL, &t0))
 			break;
 	}
 	struct ursa_waiter w = {0};
@@ -797,6 +798,7 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 {
 	/* Spin until free, or until writers are queued or one woken is on
 	 * its way (then queue too). */
+	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
 		if (rw_unlocked(s)) {
@@ -805,7 +807,7 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) ||
-		    !ursa_k_lock_spin(i++, abs != NULL))
+		    !ursa_k_lock_spin(i++, abs != NULL, &t0))
 			break;
 	}
 	struct ursa_waiter w = {0};

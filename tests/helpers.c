@@ -189,6 +189,21 @@ void t_wait_sleeping(pid_t tid)
 	}
 }
 
+void t_pin_one_cpu(void)
+{
+	cpu_set_t set, one;
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &set)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	}
+	cr_assert_eq(CPU_COUNT(&one), 1);
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
 void t_die_with_parent(void)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);

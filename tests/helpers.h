@@ -49,6 +49,11 @@ bool t_fork_all(int n, bool (*fn)(int i, void *arg), void *arg);
 void t_wait_sleeping(pid_t tid);
 /* Whether thread tid is asleep now (state S); false once it has exited. */
 bool t_is_sleeping(pid_t tid);
+/* Confine this process's calling thread (and the threads it creates
+ * after) to one of the CPUs it may run on: the one-CPU spin policy
+ * (kernel/arch.h) is chosen by the count at the library's first lock. */
+void t_pin_one_cpu(void);
+
 /* A child left blocked by a failed test must not outlive it (t_fork_all
  * waits for every child; the runner kills only the test process): call
  * first thing in a forked child. */

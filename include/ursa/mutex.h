@@ -9,7 +9,8 @@
  * may run on 8 or more CPUs, an untimed locker first watches the word for
  * up to some tens of microseconds, with growing pauses between looks, also
  * while others sleep; on any machine it then yields the CPU a few times
- * while nobody sleeps. An unlock wakes a waiter
+ * while nobody sleeps (for at most 300 us where the process may run on
+ * one CPU only). An unlock wakes a waiter
  * only when one sleeps and no woken waiter is still on its way (while one
  * is, it now and then yields the CPU instead: see Fairness).
  * No owner is recorded: any thread may unlock (as with a semaphore).
@@ -22,7 +23,9 @@
  * (4.2 ms with 32), so that hand-offs, each costing a wake-up latency with
  * the mutex unused, stay rare however long the queue. Blocked threads
  * sleep in FIFO order, so a waiter is overtaken by running threads for at
- * most about that time per waiter queued before it, plus wake-up latency;
+ * most about that time per waiter queued before it, plus wake-up latency,
+ * plus its spin before it queued (16 yields; on one CPU at most 300 us and
+ * the yield under way then);
  * a ring waiter also until its event loop handles its completion. A woken
  * waiter often waits for a CPU held by the threads that keep re-taking the
  * mutex: a thread that has kept unlocking for 1 ms while a woken waiter

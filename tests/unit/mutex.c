@@ -239,6 +239,19 @@ Test(mutex, exclusion_threads_backoff_spin)
 	unsetenv("URSA_TEST_CPUS");
 }
 
+/* Where the process may run on one CPU only, the lock spin ends 300 us
+ * after its first yield (kernel/arch.h). Pinned to one CPU before the
+ * first lock (so the library counts one), exclusion must hold and the run
+ * must have been contended: lockers that found the mutex held took that
+ * spin (a holder preempted in its section, or yielding across it). */
+Test(mutex, exclusion_threads_one_cpu_spin)
+{
+	t_pin_one_cpu();
+	long held = run_excl(0, 4, t_iters(50000), 0, 1000);
+	cr_assert_geq(held, 1000,
+		     "only %ld lock calls found the mutex held: the spin was not exercised", held);
+}
+
 /* ---- mutual exclusion across processes ------------------------------- */
 
 struct pexcl {

@@ -1196,6 +1196,70 @@ Test(rwlock, invariants_threads_shared_flag)
 	run_rw_excl(URSA_SHARED, 4, 40000);
 }
 
+/* Pinned to one CPU before the first lock, the readers' and writers'
+ * spin is bounded by time (kernel/arch.h). Each operation tries first and
+ * counts a try that finds the lock taken; the blocking call after it
+ * spins. Blocking calls only: a loop of short timed tries would burn the
+ * one CPU while the holder waits for it. A holder yields across every
+ * other section. The invariants must hold, and the run must have been
+ * contended. */
+struct rw_one {
+	ursa_rwlock_t l;
+	struct t_excl check;
+	atomic_long busy, errors;
+};
+
+static void *rw_one_worker(void *arg)
+{
+	struct rw_one *x = arg;
+	for (long i = 0; i < 20000; i++) {
+		bool write = (i % 3) == 0;
+		int r = write ? ursa_rwlock_trywrlock(&x->l) : ursa_rwlock_tryrdlock(&x->l);
+		if (r == -EBUSY) {
+			atomic_fetch_add_explicit(&x->busy, 1, memory_order_relaxed);
+			r = write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
+		}
+		if (r != 0) {
+			atomic_fetch_add(&x->errors, 1);
+			return NULL;
+		}
+		if (write) {
+			t_excl_enter(&x->check);
+			t_excl_write(&x->check);
+			if (i & 1)
+				sched_yield();
+			t_excl_leave(&x->check);
+			r = ursa_rwlock_wrunlock(&x->l);
+		} else {
+			t_excl_enter_shared(&x->check);
+			if (i & 1)
+				sched_yield();
+			t_excl_leave_shared(&x->check);
+			r = ursa_rwlock_rdunlock(&x->l);
+		}
+		if (r != 0)
+			atomic_fetch_add(&x->errors, 1);
+	}
+	return NULL;
+}
+
+Test(rwlock, invariants_threads_one_cpu_spin)
+{
+	static struct rw_one x;
+	t_pin_one_cpu();
+	cr_assert_eq(ursa_rwlock_init(&x.l, 0), 0);
+	pthread_t t[4];
+	t_spawn(t, 4, rw_one_worker, &x, 0);
+	t_join_all(t, 4);
+	cr_assert_eq(atomic_load(&x.errors), 0);
+	long writes = 4 * ((20000 + 2) / 3);
+	t_excl_check(&x.check, writes);
+	cr_assert_eq(x.check.data[3], writes);
+	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
+	long busy = atomic_load(&x.busy);
+	cr_assert_geq(busy, 1000, "only %ld tries found the lock taken: no spin was exercised", busy);
+}
+
 /* ---- across processes ------------------------------------------------- */
 
 struct prw {
