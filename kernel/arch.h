@@ -85,12 +85,12 @@ static inline bool ursa_k_spin(int i, bool timed)
  * taskset -c 0 (bench/README.md, "One CPU: the lock spin bounded by
  * time"): the mutex's least-served thread had 0.16-0.74 of the mean with
  * 100 ns and 1 us sections at 4-8 threads (glibc 0.82-0.97), its worst
- * p99 wait 22-24 ms; bounded, 0.68-0.88, under a microsecond, the
- * rwlock's 0.36-0.70 -> 0.68-0.97, and the mutex with empty sections at
- * 8 threads 0.84-0.88x glibc's rate instead of 0.93-0.97x. On 2 CPUs
- * the same bound (300 us, or 1 ms) cost the condvar's producer/consumer
- * at 16-32 threads up to a third of its rate and moved no share beyond
- * noise, so it is not used there.
+ * p99 wait 22-24 ms; bounded, 0.68-0.88 and under a microsecond (the
+ * rwlock's shares 0.36-0.70 -> 0.68-0.97), and the mutex with empty
+ * sections at 8 threads 0.84-0.88x glibc's rate instead of 0.93-0.97x.
+ * On 2 CPUs the same bound (300 us, or 1 ms) cost the condvar's
+ * producer/consumer at 16-32 threads up to a third of its rate and moved
+ * no share beyond noise, so it is not used there.
  */
 #define URSA_K_LOCK_SPIN_LOOK_EVERY 8
 #define URSA_K_SPIN_NS 300000u
