@@ -98,6 +98,8 @@ static inline bool ursa_k_spin(int i, bool timed)
 /* How many CPUs this process may run on (kernel/cpus.c); at least 1. */
 __attribute__((visibility("hidden"))) int ursa_k_cpus(void);
 
+/* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call): the spin's
+ * bound, and a waiter's own clock for how long it has waited (lib/). */
 static inline uint64_t ursa_k_now_ns(void)
 {
 	struct timespec ts;

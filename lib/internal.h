@@ -42,15 +42,6 @@
 #define cas_seqcst(p, e, d) \
 	__atomic_compare_exchange_n((p), (e), (d), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
-/* CLOCK_MONOTONIC in nanoseconds: a waiter's own clock, for how long it
- * has waited (vDSO: no system call). */
-static inline uint64_t ursa__mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Longest a bounded wait sleeps before stepping again (lib/mutex.c). */
 #define URSA_HANDED_SLEEP_MS 10
 
@@ -78,7 +69,7 @@ static inline uint64_t ursa__mono_ns(void)
  * clears URSA_W_STAMPED.) */
 static inline bool ursa__waited_ns(struct ursa_waiter *w, uint64_t ns)
 {
-	uint32_t now = (uint32_t)((ursa__mono_ns() >> URSA_W_UNIT_SHIFT) & 0xffffffu);
+	uint32_t now = (uint32_t)((ursa_k_now_ns() >> URSA_W_UNIT_SHIFT) & 0xffffffu);
 	if (!(w->aux & URSA_W_STAMPED)) {
 		w->aux = (w->aux & ((1u << URSA_W_STAMP_SHIFT) - 1)) | URSA_W_STAMPED |
 			 (now << URSA_W_STAMP_SHIFT);

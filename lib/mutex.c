@@ -404,7 +404,7 @@ __thread struct ursa__turn_state ursa__turn;
 
 void ursa__turn_look(uint64_t turn_ns)
 {
-	uint64_t now = ursa__mono_ns();
+	uint64_t now = ursa_k_now_ns();
 	if (!ursa__turn.since) {
 		ursa__turn.since = now;
 	} else if (now - ursa__turn.since >= turn_ns) {

@@ -521,7 +521,7 @@ static int rd_abandon(void *obj, struct ursa_waiter *w)
 #define RW_AUX_FLAGS (URSA_W_RING | URSA_W_REQ)
 static inline uint32_t rw_stamp(void)
 {
-	return (uint32_t)(ursa__mono_ns() / 1000u) << RW_STAMP_SHIFT;
+	return (uint32_t)(ursa_k_now_ns() / 1000u) << RW_STAMP_SHIFT;
 }
 
 /* Should this writer ask for a hand-off (s: the state it found; waited: a
