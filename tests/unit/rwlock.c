@@ -1115,6 +1115,12 @@ struct rw_excl {
 	struct t_excl check;
 	atomic_int errors;
 	long iters;
+	/* one_cpu: every operation tries first, counting in busy a try that
+	 * finds the lock taken, then blocks (no timed tries: on one CPU a loop
+	 * of short timed tries burns the CPU its holder waits for), and a
+	 * holder yields across every other section. */
+	bool one_cpu;
+	atomic_long busy;
 };
 
 static int rw_lock(struct rw_excl *x, bool write, long i)
@@ -1122,11 +1128,15 @@ static int rw_lock(struct rw_excl *x, bool write, long i)
 	int r;
 	clockid_t clk;
 	struct timespec dl;
+	if (x->one_cpu)
+		i = 0; /* try, counting a failure, then block */
 	switch (i % 5) {
 	case 0: /* try, falling back to blocking */
 		r = write ? ursa_rwlock_trywrlock(&x->l) : ursa_rwlock_tryrdlock(&x->l);
-		if (r == -EBUSY)
+		if (r == -EBUSY) {
+			atomic_fetch_add_explicit(&x->busy, 1, memory_order_relaxed);
 			r = write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
+		}
 		return r;
 	case 1: /* timed, retried on timeout: exercises abandon */
 		clk = (i & 8) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
@@ -1146,6 +1156,8 @@ static void *rw_worker(void *arg)
 	struct rw_excl *x = arg;
 	for (long i = 0; i < x->iters; i++) {
 		bool write = (i % 3) == 0;
+		/* hold it across a reschedule now and then */
+		bool yield = x->one_cpu ? (i & 1) : (i & 63) == (write ? 0 : 1);
 		if (rw_lock(x, write, i / 3) != 0) {
 			atomic_fetch_add(&x->errors, 1);
 			return NULL;
@@ -1153,14 +1165,14 @@ static void *rw_worker(void *arg)
 		if (write) {
 			t_excl_enter(&x->check);
 			t_excl_write(&x->check);
-			if ((i & 63) == 0)
-				sched_yield(); /* hold it across a reschedule */
+			if (yield)
+				sched_yield();
 			t_excl_leave(&x->check);
 			if (ursa_rwlock_wrunlock(&x->l) != 0)
 				atomic_fetch_add(&x->errors, 1);
 		} else {
 			t_excl_enter_shared(&x->check);
-			if ((i & 63) == 1)
+			if (yield)
 				sched_yield();
 			t_excl_leave_shared(&x->check);
 			if (ursa_rwlock_rdunlock(&x->l) != 0)
@@ -1170,12 +1182,14 @@ static void *rw_worker(void *arg)
 	return NULL;
 }
 
-static void run_rw_excl(unsigned flags, int nthreads, long iters)
+/* Returns how many tries found the lock taken. */
+static long run_rw_excl(unsigned flags, int nthreads, long iters, bool one_cpu)
 {
 	static struct rw_excl x;
 	memset(&x, 0, sizeof(x));
 	cr_assert_eq(ursa_rwlock_init(&x.l, flags), 0);
 	x.iters = iters;
+	x.one_cpu = one_cpu;
 	pthread_t t[8];
 	t_spawn(t, nthreads, rw_worker, &x, 0);
 	t_join_all(t, nthreads);
@@ -1184,79 +1198,27 @@ static void run_rw_excl(unsigned flags, int nthreads, long iters)
 	t_excl_check(&x.check, nthreads * writes_each);
 	cr_assert_eq(x.check.data[3], nthreads * writes_each);
 	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
+	return atomic_load(&x.busy);
 }
 
 Test(rwlock, invariants_threads_private)
 {
-	run_rw_excl(0, 4, 60000);
+	run_rw_excl(0, 4, 60000, false);
 }
 
 Test(rwlock, invariants_threads_shared_flag)
 {
-	run_rw_excl(URSA_SHARED, 4, 40000);
+	run_rw_excl(URSA_SHARED, 4, 40000, false);
 }
 
 /* Pinned to one CPU before the first lock, the readers' and writers'
- * spin is bounded by time (kernel/arch.h). Each operation tries first and
- * counts a try that finds the lock taken; the blocking call after it
- * spins. Blocking calls only: a loop of short timed tries would burn the
- * one CPU while the holder waits for it. A holder yields across every
- * other section. The invariants must hold, and the run must have been
- * contended. */
-struct rw_one {
-	ursa_rwlock_t l;
-	struct t_excl check;
-	atomic_long busy, errors;
-};
-
-static void *rw_one_worker(void *arg)
-{
-	struct rw_one *x = arg;
-	for (long i = 0; i < 20000; i++) {
-		bool write = (i % 3) == 0;
-		int r = write ? ursa_rwlock_trywrlock(&x->l) : ursa_rwlock_tryrdlock(&x->l);
-		if (r == -EBUSY) {
-			atomic_fetch_add_explicit(&x->busy, 1, memory_order_relaxed);
-			r = write ? ursa_rwlock_wrlock(&x->l) : ursa_rwlock_rdlock(&x->l);
-		}
-		if (r != 0) {
-			atomic_fetch_add(&x->errors, 1);
-			return NULL;
-		}
-		if (write) {
-			t_excl_enter(&x->check);
-			t_excl_write(&x->check);
-			if (i & 1)
-				sched_yield();
-			t_excl_leave(&x->check);
-			r = ursa_rwlock_wrunlock(&x->l);
-		} else {
-			t_excl_enter_shared(&x->check);
-			if (i & 1)
-				sched_yield();
-			t_excl_leave_shared(&x->check);
-			r = ursa_rwlock_rdunlock(&x->l);
-		}
-		if (r != 0)
-			atomic_fetch_add(&x->errors, 1);
-	}
-	return NULL;
-}
-
+ * spin is bounded by time (kernel/arch.h). The invariants must hold, and
+ * the run must have been contended: tries that found the lock taken, each
+ * followed by a blocking call that spun. */
 Test(rwlock, invariants_threads_one_cpu_spin)
 {
-	static struct rw_one x;
 	t_pin_one_cpu();
-	cr_assert_eq(ursa_rwlock_init(&x.l, 0), 0);
-	pthread_t t[4];
-	t_spawn(t, 4, rw_one_worker, &x, 0);
-	t_join_all(t, 4);
-	cr_assert_eq(atomic_load(&x.errors), 0);
-	long writes = 4 * ((20000 + 2) / 3);
-	t_excl_check(&x.check, writes);
-	cr_assert_eq(x.check.data[3], writes);
-	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0, "no waiting bit left behind");
-	long busy = atomic_load(&x.busy);
+	long busy = run_rw_excl(0, 4, 20000, true);
 	cr_assert_geq(busy, 1000, "only %ld tries found the lock taken: no spin was exercised", busy);
 }
 
