@@ -154,9 +154,20 @@ static int st_sem(struct io_uring *r, void *o, struct ursa_op *op)
 	return ursa_sem_wait_async(r, o, op);
 }
 
+/* An op that cannot re-arm because the SQ ring has no room even after a
+ * submit finishes with -EBUSY, holding and registering nothing (ursa/async.h).
+ * On this 8-entry SQ that happens under SQPOLL, whose thread takes the
+ * entries after the submit returns (seen once: make check-ring-setups).
+ * The final checks (units conserved, nothing registered, the mutex free)
+ * still hold for such an op. */
+static bool storm_res_ok(int res)
+{
+	return res == 0 || res == -ECANCELED || res == -EBUSY;
+}
+
 static void sem_done(struct slot *x)
 {
-	cr_assert(x->op.res == 0 || x->op.res == -ECANCELED, "sem op res %d", x->op.res);
+	cr_assert(storm_res_ok(x->op.res), "sem op res %d", x->op.res);
 	if (x->op.res == 0)
 		atomic_fetch_add(&g_taken, 1);
 	else
@@ -246,7 +257,7 @@ static void hold_release(void)
 
 static void mutex_done(struct slot *x)
 {
-	cr_assert(x->op.res == 0 || x->op.res == -ECANCELED, "mutex op res %d", x->op.res);
+	cr_assert(storm_res_ok(x->op.res), "mutex op res %d", x->op.res);
 	if (x->op.res == 0)
 		hold_release();
 }
