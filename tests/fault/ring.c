@@ -156,12 +156,12 @@ static int st_sem(struct io_uring *r, void *o, struct ursa_op *op)
 
 /* An op that cannot re-arm because the SQ ring has no room even after a
  * submit (or the submit fails) finishes with -EBUSY, holding and
- * registering nothing (ursa/async.h). Seen once in this storm, on a
- * plain 8-entry ring (before ring_small took URSA_TEST_RING_SETUP's flags)
- * on a loaded machine; not reproduced in 150 runs since. A submit with a
- * full, overflowing CQ is not the cause on Linux 6.18: it succeeds. The final checks (units
- * conserved, nothing registered, the mutex free) still hold for such an
- * op. */
+ * registering nothing (ursa/async.h). Seen once in this storm, on a plain
+ * 8-entry ring (before ring_small took URSA_TEST_RING_SETUP's flags) on a
+ * loaded machine; not reproduced in 370 runs since. A submit into a full,
+ * overflowing CQ is not the cause on Linux 6.18: it succeeds. The final
+ * checks (units conserved, nothing registered, the mutex free) still hold
+ * for such an op. */
 static bool storm_res_ok(int res)
 {
 	return res == 0 || res == -ECANCELED || res == -EBUSY;
