@@ -21,6 +21,7 @@
 #include "kernel/uapi.h"
 
 #include <liburing.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -100,17 +101,49 @@ static inline bool ursa_k_get_sqes(struct io_uring *r, struct io_uring_sqe **sqe
 	return true;
 }
 
-/* Make SQ room: submit what is queued (one kernel entry). An SQPOLL ring's
- * thread consumes the SQEs after we return: wait for it to make room (it
- * cannot be refused the way io_uring_enter is). Returns >= 0, or -errno
- * when the kernel refuses submissions (-EBUSY with a full CQ ring,
- * -EBADFD for a disabled ring, -EAGAIN). */
-static inline int ursa_k_make_room(struct io_uring *r)
+/* Make room for n SQEs (n <= the ring's entries). Returns 0 with n
+ * entries free, or -errno: the kernel's refusal of the submit (-EBUSY: a
+ * full CQ ring, on older kernels; 6.18 takes the submit. -EBADFD: a
+ * disabled ring. -EAGAIN: no memory for requests), or -EBUSY when the
+ * kernel took nothing.
+ *
+ * A plain ring consumes SQEs inside io_uring_enter, but may stop early (an
+ * application SQE that fails its set-up ends the batch without
+ * IORING_SETUP_SUBMIT_ALL): submit again while it makes progress. An
+ * SQPOLL ring's submit only publishes the SQEs and wakes the poller, which
+ * takes them after we return: so look at the room only after waiting for
+ * it — the kernel's SQ_WAIT sleeps while the ring is full; with some but
+ * not n entries free (a linked pair needs two) the poller is already
+ * consuming, and a bounded run of yields waits for the rest. */
+static inline int ursa_k_make_room(struct io_uring *r, unsigned n)
 {
 	int rc = io_uring_submit(r);
-	if (rc >= 0 && (r->flags & IORING_SETUP_SQPOLL) && io_uring_sq_space_left(r) == 0)
-		rc = io_uring_sqring_wait(r);
-	return rc;
+	if (rc < 0)
+		return rc;
+	if (!(r->flags & IORING_SETUP_SQPOLL)) {
+		while (io_uring_sq_space_left(r) < n) {
+			if ((rc = io_uring_submit(r)) <= 0)
+				return rc < 0 ? rc : -EBUSY;
+		}
+		return 0;
+	}
+	for (unsigned tries = 0; io_uring_sq_space_left(r) < n; tries++) {
+		if (tries == 4096)
+			return -EBUSY;
+		if (io_uring_sq_space_left(r) == 0)
+			rc = io_uring_sqring_wait(r);
+		else
+			rc = sched_yield();
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The SQ ring's size. */
+static inline unsigned ursa_k_sq_entries(const struct io_uring *r)
+{
+	return r->sq.ring_entries;
 }
 
 /* Free SQ entries on r. */

@@ -196,8 +196,9 @@ static void unpark(struct ursa_op **pp)
 /* ---- arming and finishing -------------------------------------------- */
 
 /* Queue the wait the step asked for, and its linked timeout when a deadline
- * applies. 0; -EBUSY: no SQ room even after a submit; -errno: the private
- * futex hash could not be made. */
+ * applies (the pair goes in together). 0; -EBUSY: no SQ room even after
+ * making room (ursa_k_make_room: submit, and on an SQPOLL ring wait for its
+ * poller); -errno: the private futex hash could not be made. */
 static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait *wt)
 {
 	struct io_uring_sqe *sqe[2];
@@ -207,8 +208,13 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 		if (rc)
 			return rc;
 	}
-	if (!ursa_k_get_sqes(r, sqe, n) && (ursa_k_make_room(r) < 0 || !ursa_k_get_sqes(r, sqe, n)))
-		return -EBUSY;
+	if (!ursa_k_get_sqes(r, sqe, n)) {
+		int rc = ursa_k_make_room(r, n);
+		if (rc < 0 || !ursa_k_get_sqes(r, sqe, n)) {
+			URSA_TRACE(async_refused, op, rc);
+			return -EBUSY;
+		}
+	}
 	switch (wt->kind) {
 	case URSA_ARM_WAITV:
 		ursa_k_prep_futex_waitv(sqe[0], wt->addr, wt->val);
@@ -375,8 +381,13 @@ int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_s
 		return -EINVAL;
 	if (!(ops->flags & URSA_OPS_CQE_RESULT) && !have_uring_futex())
 		return -EOPNOTSUPP;
+	/* A wait and its linked timeout go in together: a one-entry SQ can
+	 * never take them (-EBUSY would have the caller retry for ever). */
+	unsigned need = deadline_applies(op) ? 2u : 1u;
+	if (ursa_k_sq_entries(r) < need)
+		return -EINVAL;
 	/* Room first, so -EBUSY changes nothing. */
-	if (ursa_k_sq_space(r) < (deadline_applies(op) ? 2u : 1u))
+	if (ursa_k_sq_space(r) < need)
 		return -EBUSY;
 	struct op_priv *p = P(op);
 	p->magic = OP_MAGIC;

@@ -20,6 +20,8 @@
  *   sem_wait_begin(s)  sem_wait_end(s, rc)
  *   wake_batch(ring, n)         n FUTEX_WAKE SQEs submitted at once
  *   async_arm(op, addr, kind)   a ring wait queued on the futex word addr
+ *   async_refused(op, rc)       no SQ room to re-arm even after a submit: rc
+ *                               the submit's -errno (-EBUSY: it took nothing)
  *   async_complete(op, res)     the op is over, op->res = res
  * (_begin: entering the slow path, which may still take without sleeping;
  * _end: leaving it with rc, 0 or -errno.)

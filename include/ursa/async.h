@@ -17,7 +17,9 @@
  *       and passes every CQE to ursa_handle_cqe;
  *   -EBUSY  the SQ ring had no room (nothing changed: submit, call again);
  *   -EOPNOTSUPP  the kernel lacks the io_uring futex operations;
- *   -EINVAL  bad arguments, or op already in flight.
+ *   -EINVAL  bad arguments, or op already in flight, or op has a deadline
+ *            and r's SQ ring has a single entry (the wait and its linked
+ *            timeout are queued together).
  * An op finishes exactly once, whatever races between wake, timeout and
  * cancel. When an async lock finishes with res == 0 the caller holds it.
  * A wait that the kernel refuses (an error CQE: -ENOMEM, -EFAULT) finishes
@@ -105,7 +107,9 @@ URSA_API int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struc
  * (ursa's, consumed), -EINVAL (NULL r, cqe or done). *done is the op this
  * CQE finished (its res final), or NULL (ursa re-armed a wait, or consumed
  * an auxiliary CQE). May queue SQEs (a re-arm) on r; the caller submits as
- * usual. Never blocks.
+ * usual. A re-arm that finds the SQ ring full submits what is queued to
+ * make room; on an SQPOLL ring it then waits for the kernel's poller to
+ * take those SQEs (never for another thread). It never blocks otherwise.
  * A CQE tagged as an ursa op's that names no op in flight on r (one that
  * finished, was never started, was freed, or is not an op at all) is
  * undefined behaviour, as a stale pointer is; what can be caught cheaply

@@ -14,10 +14,13 @@
 #include "tests/helpers.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <liburing.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 TestSuite(fault_ring, .timeout = 60);
@@ -339,4 +342,165 @@ Test(fault_ring, cq_overflow_on_broadcast)
 	}
 	cr_assert_eq(ursa_event_destroy(&e), 0);
 	io_uring_queue_exit(&r);
+}
+
+/* ---- a re-arm that needs two SQEs finds too little room ------------------ */
+
+/*
+ * An op with a deadline arms two SQEs (the wait and its linked timeout).
+ * When a spurious wake makes it re-arm with the SQ ring short of two free
+ * entries, ursa must make room, and the op must stay in flight. Two ways a
+ * single look after one submit found too little (and finished the op with
+ * -EBUSY on a healthy ring, before the fix):
+ *
+ *   SQPOLL: a submit only publishes the entries; the kernel's poller takes
+ *   them later. One entry free: the look right after the submit still
+ *   sees one.
+ *   plain: the kernel takes SQEs inside the submit, but stops at one that
+ *   fails its set-up (here an unknown opcode, first of four queued), so
+ *   the submit frees one entry.
+ *
+ * Each round: the op waits on an unset event (deadline 30 s away); the test
+ * wakes the futex word itself (a spurious wake: the event stays unset),
+ * queues the application's SQEs, unpublished, and only then hands the
+ * wait's CQE to ursa. So every round re-arms short of room (asserted); the
+ * op must be re-armed and finish 0 when the event is set.
+ */
+#define RR_ENTRIES 4
+#define RR_ROUNDS 200
+
+static void rr_wake_armed(ursa_event_t *e)
+{
+	/* The wait may not be in the kernel yet: wake until it is woken. */
+	for (int i = 0; i < 100000; i++) {
+		long n = syscall(SYS_futex, (uint32_t *)(void *)e, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+				 NULL, 0);
+		cr_assert_geq(n, 0, "FUTEX_WAKE: %s", strerror(errno));
+		if (n > 0)
+			return;
+		sched_yield();
+	}
+	cr_assert_fail("the ring wait never reached the kernel");
+}
+
+/* The op's own wait CQE (tag 0xA5, the op's address, any arm count). */
+static bool rr_is_op(uint64_t ud, const struct ursa_op *op)
+{
+	const uint64_t ptr = (1ull << 56) - 1;
+	return (ud >> 56) == 0xA5 && (ud & ptr & ~0x7ull) == ((uintptr_t)op & ptr);
+}
+
+/* Wait for the next CQE and hand it to ursa: 1 and *done if ursa's. */
+static int rr_next(struct io_uring *r, struct ursa_op **done, uint64_t *ud)
+{
+	struct io_uring_cqe *cqe;
+	int rc = io_uring_wait_cqe(r, &cqe);
+	cr_assert_eq(rc, 0, "io_uring_wait_cqe: %d", rc);
+	*ud = cqe->user_data;
+	int mine = ursa_handle_cqe(r, cqe, done);
+	io_uring_cqe_seen(r, cqe);
+	return mine;
+}
+
+/* Queue an application SQE (user_data 0: not ursa's), not published. */
+static void rr_queue(struct io_uring *r, bool bad)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	cr_assert_not_null(sqe);
+	io_uring_prep_nop(sqe);
+	if (bad)
+		sqe->opcode = 0xff; /* fails its set-up: the kernel stops there */
+	io_uring_sqe_set_data64(sqe, 0);
+}
+
+static void rearm_short_of_room(unsigned setup)
+{
+	t_require_uring_futex(false);
+	bool sqpoll = setup & IORING_SETUP_SQPOLL;
+	struct io_uring r;
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	p.flags = setup | IORING_SETUP_CQSIZE;
+	p.cq_entries = 64;
+	p.sq_thread_idle = 1000;
+	int rc = io_uring_queue_init_params(RR_ENTRIES, &r, &p);
+	cr_assert_eq(rc, 0, "ring setup %#x: %d", setup, rc);
+	ursa_event_t e;
+	cr_assert_eq(ursa_event_init(&e, 0), 0);
+	struct ursa_op op;
+	int bad_cqes = 0;
+	for (int round = 0; round < RR_ROUNDS; round++) {
+		memset(&op, 0, sizeof(op));
+		struct timespec dl;
+		cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
+		dl.tv_sec += 30;
+		cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+		cr_assert_eq(ursa_event_wait_async(&r, &e, &op), 0);
+		cr_assert_geq(io_uring_submit(&r), 0);
+		rr_wake_armed(&e);
+		/* The kernel has taken the op's two SQEs (it woke the wait). */
+		while (io_uring_sq_space_left(&r) < RR_ENTRIES)
+			sched_yield();
+		if (sqpoll) {
+			for (int i = 0; i < RR_ENTRIES - 1; i++)
+				rr_queue(&r, false);
+			cr_assert_eq(io_uring_sq_space_left(&r), 1);
+		} else {
+			for (int i = 0; i < RR_ENTRIES; i++)
+				rr_queue(&r, i == 0);
+			cr_assert_eq(io_uring_sq_space_left(&r), 0);
+		}
+		/* The wait's CQE: the re-arm needs two entries. Other CQEs (the
+		 * linked timeout's) may come first. */
+		for (bool rearmed = false; !rearmed;) {
+			struct ursa_op *done = NULL;
+			uint64_t ud;
+			if (rr_next(&r, &done, &ud) != 1)
+				continue;
+			cr_assert_null(done, "round %d: the re-arm finished the op with %d", round,
+				       op.res);
+			rearmed = rr_is_op(ud, &op);
+		}
+		cr_assert_geq(io_uring_submit(&r), 0);
+		cr_assert_eq(ursa_event_set(&e), 0);
+		for (;;) {
+			struct ursa_op *done = NULL;
+			struct io_uring_cqe *cqe;
+			cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
+			bad_cqes += cqe->user_data == 0 && cqe->res == -EINVAL;
+			int mine = ursa_handle_cqe(&r, cqe, &done);
+			io_uring_cqe_seen(&r, cqe);
+			if (mine == 1 && done) {
+				cr_assert_eq(done, &op);
+				cr_assert_eq(op.res, 0, "round %d: res %d", round, op.res);
+				break;
+			}
+		}
+		cr_assert_eq(ursa_event_reset(&e), 0);
+	}
+	/* Drain the last linked timeout's and the application's CQEs, then
+	 * nothing of the event may be left registered. */
+	struct __kernel_timespec ts = {0, 50 * 1000000L};
+	struct io_uring_cqe *cqe;
+	while (io_uring_wait_cqe_timeout(&r, &cqe, &ts) == 0) {
+		struct ursa_op *done = NULL;
+		bad_cqes += cqe->user_data == 0 && cqe->res == -EINVAL;
+		cr_assert_geq(ursa_handle_cqe(&r, cqe, &done), 0);
+		cr_assert_null(done);
+		io_uring_cqe_seen(&r, cqe);
+	}
+	if (!sqpoll)
+		cr_assert_eq(bad_cqes, RR_ROUNDS, "each unknown opcode failed once");
+	cr_assert_eq(ursa_event_destroy(&e), 0, "an op left a registration");
+	io_uring_queue_exit(&r);
+}
+
+Test(fault_ring, sqpoll_rearm_waits_for_room)
+{
+	rearm_short_of_room(IORING_SETUP_SQPOLL);
+}
+
+Test(fault_ring, plain_rearm_submits_until_room)
+{
+	rearm_short_of_room(0);
 }

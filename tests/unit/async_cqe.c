@@ -506,3 +506,36 @@ Test(async_cqe, stray_op_tagged_cqe_is_einval)
 	}
 	io_uring_queue_exit(&r);
 }
+
+/* Defect: an op with a deadline on a one-entry SQ returned -EBUSY for
+ * ever (its wait and linked timeout go in together), so a caller that
+ * submits and calls again, as the contract says, never got out. */
+Test(async_cqe, deadline_on_one_entry_sq_is_einval)
+{
+	struct io_uring r;
+	ursa_mutex_t m;
+	struct ursa_op op;
+	held_mutex(&r, &m, &op);
+	struct io_uring one;
+	dis_ring(&one, 1);
+	cr_assert_eq(one.sq.ring_entries, 1);
+	struct timespec dl;
+	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
+	dl.tv_sec += 30;
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&one, &m, &op), -EINVAL);
+	cr_assert_eq(queued(&one), 0, "nothing queued");
+	/* Without a deadline one entry is enough. */
+	memset(&op, 0, sizeof(op));
+	cr_assert_eq(ursa_mutex_lock_async(&one, &m, &op), 0);
+	struct ursa_op *done = NULL;
+	struct io_uring_sqe copy = take_op(&one);
+	mx_release(&m);
+	cr_assert_eq(feed(&one, &copy, 0, &done), 1);
+	cr_assert_eq(done, &op, "woken with the mutex free: taken");
+	cr_assert_eq(op.res, 0);
+	mx_release(&m);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	io_uring_queue_exit(&r);
+	io_uring_queue_exit(&one);
+}
