@@ -108,8 +108,10 @@ URSA_API int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struc
  * CQE finished (its res final), or NULL (ursa re-armed a wait, or consumed
  * an auxiliary CQE). May queue SQEs (a re-arm) on r; the caller submits as
  * usual. A re-arm that finds the SQ ring full submits what is queued to
- * make room; on an SQPOLL ring it then waits for the kernel's poller to
- * take those SQEs (never for another thread). It never blocks otherwise.
+ * make room, the application's SQEs too (so finish a chain of linked SQEs
+ * before calling); on an SQPOLL ring it then waits for the kernel's poller
+ * to take those SQEs (never for another thread). It never blocks
+ * otherwise.
  * A CQE tagged as an ursa op's that names no op in flight on r (one that
  * finished, was never started, was freed, or is not an op at all) is
  * undefined behaviour, as a stale pointer is; what can be caught cheaply
