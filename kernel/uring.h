@@ -21,7 +21,6 @@
 #include "kernel/uapi.h"
 
 #include <liburing.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -109,13 +108,18 @@ static inline bool ursa_k_get_sqes(struct io_uring *r, struct io_uring_sqe **sqe
  *
  * A plain ring consumes SQEs inside io_uring_enter, but may stop early (an
  * application SQE that fails its set-up ends the batch without
- * IORING_SETUP_SUBMIT_ALL): submit again while it makes progress. An
- * SQPOLL ring's submit only publishes the SQEs and wakes the poller, which
- * takes them after we return: so look at the room only after waiting for
- * it — the kernel's SQ_WAIT sleeps while the ring is full; with some but
- * not n entries free (a linked pair needs two) the poller is already
- * consuming, and a bounded run of yields waits for the rest. */
-static inline int ursa_k_make_room(struct io_uring *r, unsigned n)
+ * IORING_SETUP_SUBMIT_ALL): submit again while it makes progress.
+ *
+ * An SQPOLL ring's submit only publishes the SQEs and wakes the poller,
+ * which takes them after we return, so the room is looked at only after
+ * waiting for it. The kernel's SQ_WAIT sleeps only while the SQ is full; so
+ * with some but not n entries free, fill them with NOPs that post no CQE
+ * (IOSQE_CQE_SKIP_SUCCESS, user_data fill_tag) and wait for the poller to
+ * take the lot: no spinning, however long the poller takes to get a CPU.
+ * Each wait ends with the poller having taken something, and it takes
+ * everything queued in one batch unless an SQE fails its set-up (it goes on
+ * from there in its next pass), so the loop ends. */
+static inline int ursa_k_make_room(struct io_uring *r, unsigned n, uint64_t fill_tag)
 {
 	int rc = io_uring_submit(r);
 	if (rc < 0)
@@ -127,17 +131,25 @@ static inline int ursa_k_make_room(struct io_uring *r, unsigned n)
 		}
 		return 0;
 	}
-	for (unsigned tries = 0; io_uring_sq_space_left(r) < n; tries++) {
-		if (tries == 4096)
-			return -EBUSY;
-		if (io_uring_sq_space_left(r) == 0)
-			rc = io_uring_sqring_wait(r);
-		else
-			rc = sched_yield();
-		if (rc < 0)
+	for (;;) {
+		unsigned space = io_uring_sq_space_left(r);
+		if (space >= n)
+			return 0;
+		if (space) {
+			for (; space; space--) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+				if (!sqe)
+					break; /* cannot happen: space was free */
+				ursa_k_prep(sqe, IORING_OP_NOP, -1, 0, 0, 0);
+				sqe->flags = IOSQE_CQE_SKIP_SUCCESS;
+				sqe->user_data = fill_tag;
+			}
+			if ((rc = io_uring_submit(r)) < 0)
+				return rc;
+		}
+		if ((rc = io_uring_sqring_wait(r)) < 0)
 			return rc;
 	}
-	return 0;
 }
 
 /* The SQ ring's size. */

@@ -209,7 +209,7 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 			return rc;
 	}
 	if (!ursa_k_get_sqes(r, sqe, n)) {
-		int rc = ursa_k_make_room(r, n);
+		int rc = ursa_k_make_room(r, n, ursa__aux_tag(URSA_AUX_FILL));
 		if (rc < 0 || !ursa_k_get_sqes(r, sqe, n)) {
 			URSA_TRACE(async_refused, op, rc);
 			return -EBUSY;

@@ -222,6 +222,7 @@ URSA_PRIVATE_FN int ursa__op_finish_now(struct ursa_op *op, int res);
 #define URSA_AUX_TIMEOUT 1u
 #define URSA_AUX_CANCEL 2u
 #define URSA_AUX_WAKE 3u
+#define URSA_AUX_FILL 4u /* a NOP filling an SQPOLL ring's SQ (posts no CQE) */
 #define URSA_PTR_MASK 0x00ffffffffffffffull
 
 static inline uint64_t ursa__aux_tag(unsigned kind)
