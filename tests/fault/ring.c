@@ -3,7 +3,9 @@
  * tests/fault/ring.c — ring faults at scale: many ops in flight on a ring
  * with a tiny SQ (starters and cancels meet -EBUSY and must change
  * nothing) and a tiny CQ (completions overflow into the kernel's overflow
- * list), cancel storms racing wakes, and 64 completions at once.
+ * list), cancel storms racing wakes, 64 completions at once, and re-arms
+ * that find the SQ short of room (an SQPOLL poller that has not taken the
+ * entries yet, a submit stopped by an SQE that fails its set-up).
  *
  * Checked: every op finishes exactly once (a second finish, or a finish of
  * an op not in flight, fails), results are only those the contract allows,
@@ -100,7 +102,7 @@ static void cancel_retry(struct io_uring *r, struct slot *x)
 struct storm {
 	int (*start)(struct io_uring *, void *, struct ursa_op *);
 	void *obj;
-	void (*at_once)(void);
+	void (*at_once)(struct slot *); /* a start that finished at once */
 	void (*on_done)(struct slot *);
 	uint32_t seed, mod, pick;
 	int rounds;
@@ -115,7 +117,7 @@ static void storm(struct io_uring *r, struct slot *s, struct storm *st)
 		for (int i = 0; i < NOPS; i++) {
 			if (!s[i].inflight && start_retry(r, st->start, st->obj, &s[i]) == 1) {
 				s[i].finishes++;
-				st->at_once();
+				st->at_once(&s[i]);
 			}
 		}
 		cr_assert_geq(io_uring_submit(r), 0);
@@ -149,7 +151,8 @@ static void cancel_all(struct io_uring *r, struct slot *s, void (*on_done)(struc
 /* ---- semaphore: cancel storms racing posts -------------------------------- */
 
 static ursa_sem_t g_sem;
-static atomic_long g_taken, g_cancelled;
+static atomic_long g_taken, g_cancelled, g_timedout;
+static bool g_deadlines; /* the storm's ops have deadlines: -ETIMEDOUT allowed */
 static atomic_bool g_stop;
 
 static int st_sem(struct io_uring *r, void *o, struct ursa_op *op)
@@ -172,18 +175,23 @@ static bool storm_res_ok(int res)
 
 static void sem_done(struct slot *x)
 {
-	cr_assert(storm_res_ok(x->op.res), "sem op res %d", x->op.res);
-	if (x->op.res == 0)
+	int res = x->op.res;
+	cr_assert(storm_res_ok(res) || (g_deadlines && res == -ETIMEDOUT), "sem op res %d", res);
+	if (res == 0)
 		atomic_fetch_add(&g_taken, 1);
+	else if (res == -ETIMEDOUT)
+		atomic_fetch_add(&g_timedout, 1);
 	else
 		atomic_fetch_add(&g_cancelled, 1);
 }
 
 static atomic_bool g_posted;
 
-static void sem_at_once(void)
+/* Finished at once: took a unit, or (a deadline already past) timed out
+ * after one try. */
+static void sem_at_once(struct slot *x)
 {
-	atomic_fetch_add(&g_taken, 1); /* finished at once: took a unit */
+	sem_done(x);
 }
 
 static void *poster(void *arg)
@@ -200,13 +208,17 @@ static void *poster(void *arg)
 	return NULL;
 }
 
-static void sem_cancel_storm(unsigned flags)
+static void sem_cancel_storm(unsigned flags,
+			     int (*start)(struct io_uring *, void *, struct ursa_op *))
 {
 	t_require_uring_futex(false);
 	struct io_uring r;
 	ring_small(&r, 8, 16); /* 64 ops on an 8-entry SQ and a 16-entry CQ */
 	cr_assert_eq(ursa_sem_init(&g_sem, 0, flags), 0);
 	atomic_store(&g_taken, 0);
+	atomic_store(&g_cancelled, 0);
+	atomic_store(&g_timedout, 0);
+	g_deadlines = start != st_sem;
 	static struct slot s[NOPS];
 	memset(s, 0, sizeof(s));
 	const long posts = 1000;
@@ -216,7 +228,7 @@ static void sem_cancel_storm(unsigned flags)
 	/* Storm for as long as the posts go on (and at least 300 rounds),
 	 * cancelling a random half of what is in flight. */
 	storm(&r, s,
-	      &(struct storm){.start = st_sem, .obj = &g_sem, .at_once = sem_at_once,
+	      &(struct storm){.start = start, .obj = &g_sem, .at_once = sem_at_once,
 			      .on_done = sem_done, .seed = 12345, .mod = 2, .pick = 1,
 			      .rounds = 300, .until = &g_posted});
 	cr_assert_eq(pthread_join(t, NULL), 0);
@@ -226,19 +238,48 @@ static void sem_cancel_storm(unsigned flags)
 	cr_assert_eq(atomic_load(&g_taken) + left, posts, "taken %ld + left %ld != posted %ld",
 		     (long)atomic_load(&g_taken), left, posts);
 	cr_assert_eq(ursa_sem_destroy(&g_sem), 0, "a cancelled op left a registration");
-	cr_log_info("sem storm: %ld units taken by ring ops, %ld ops cancelled, %ld left",
-		    (long)atomic_load(&g_taken), (long)atomic_load(&g_cancelled), left);
+	cr_log_info("sem storm: %ld units taken by ring ops, %ld ops cancelled, %ld timed out, "
+		    "%ld left",
+		    (long)atomic_load(&g_taken), (long)atomic_load(&g_cancelled),
+		    (long)atomic_load(&g_timedout), left);
 	io_uring_queue_exit(&r);
 }
 
 Test(fault_ring, sem_cancel_storm_private)
 {
-	sem_cancel_storm(0);
+	sem_cancel_storm(0, st_sem);
 }
 
 Test(fault_ring, sem_cancel_storm_shared)
 {
-	sem_cancel_storm(URSA_SHARED);
+	sem_cancel_storm(URSA_SHARED, st_sem);
+}
+
+/* Every op with a deadline: each arm queues the wait and its linked
+ * timeout together, so on the 8-entry SQ the re-arms keep finding one
+ * entry free where they need two (ursa_k_make_room), under every ring
+ * setup; deadlines 0-2 ms ahead, so timeouts race the posts and the
+ * cancels as well. */
+static int st_sem_deadline(struct io_uring *r, void *o, struct ursa_op *op)
+{
+	static uint32_t seed = 99;
+	seed = seed * 1103515245u + 12345u;
+	struct timespec dl;
+	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
+	dl.tv_nsec += (long)((seed >> 16) % 2000) * 1000;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	cr_assert_eq(ursa_op_set_deadline(op, CLOCK_MONOTONIC, &dl), 0);
+	return ursa_sem_wait_async(r, o, op);
+}
+
+Test(fault_ring, sem_deadline_storm)
+{
+	sem_cancel_storm(0, st_sem_deadline);
+	cr_assert_gt(atomic_load(&g_timedout), 0, "no op timed out: the deadlines raced nothing");
+	cr_assert_gt(atomic_load(&g_cancelled), 0, "no op was cancelled");
 }
 
 /* ---- mutex: cancel storms racing a thread that locks and unlocks --------- */
@@ -258,6 +299,12 @@ static void hold_release(void)
 	atomic_fetch_sub(&g_inside, 1);
 	cr_assert_eq(ursa_mutex_unlock(&g_m), 0);
 	atomic_fetch_add(&g_got, 1);
+}
+
+static void mutex_at_once(struct slot *x)
+{
+	cr_assert_eq(x->op.res, 0, "mutex op finished at once with %d", x->op.res);
+	hold_release();
 }
 
 static void mutex_done(struct slot *x)
@@ -293,7 +340,7 @@ Test(fault_ring, mutex_cancel_storm)
 	cr_assert_eq(pthread_create(&t, NULL, locker, NULL), 0);
 	/* 300 rounds cancelling a random third of what is in flight. */
 	storm(&r, s,
-	      &(struct storm){.start = st_mutex, .obj = &g_m, .at_once = hold_release,
+	      &(struct storm){.start = st_mutex, .obj = &g_m, .at_once = mutex_at_once,
 			      .on_done = mutex_done, .seed = 777, .mod = 3, .pick = 0,
 			      .rounds = 300});
 	atomic_store(&g_stop, true);
