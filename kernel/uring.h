@@ -152,6 +152,14 @@ static inline int ursa_k_make_room(struct io_uring *r, unsigned n, uint64_t fill
 	}
 }
 
+/* Can r carry futex and waitid requests? Not an IORING_SETUP_IOPOLL ring:
+ * the kernel polls only block I/O there and fails every other request as
+ * it takes it (-EINVAL), which also ends that submission's batch. */
+static inline bool ursa_k_ring_takes_waits(const struct io_uring *r)
+{
+	return !(r->flags & IORING_SETUP_IOPOLL);
+}
+
 /* The SQ ring's size. */
 static inline unsigned ursa_k_sq_entries(const struct io_uring *r)
 {

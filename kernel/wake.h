@@ -39,13 +39,17 @@ struct ursa_k_wake_batch {
 };
 
 /* Start a batch. ring may be NULL; a non-NULL ring must support
- * IORING_OP_FUTEX_WAKE (the caller checks ursa_probe()). user_data tags
- * the SQEs (and any error CQE) and must be unique to wake batches: it is
- * also how a refused submission's leftover wake SQEs are found. */
+ * IORING_OP_FUTEX_WAKE (the caller checks ursa_probe()). An IOPOLL ring
+ * would fail a wake SQE as it takes it, losing that wake behind an error
+ * CQE: its batch uses system calls. user_data tags the SQEs (and any error
+ * CQE) and must be unique to wake batches: it is also how a refused
+ * submission's leftover wake SQEs are found. */
+URSA_HIDDEN bool ursa_k_wake_ring_ok(const struct io_uring *ring);
+
 static inline void ursa_k_wake_init(struct ursa_k_wake_batch *b, struct io_uring *ring, bool shared,
 				    uint64_t user_data)
 {
-	b->ring = ring;
+	b->ring = ring && ursa_k_wake_ring_ok(ring) ? ring : NULL;
 	b->shared = shared;
 	b->user_data = user_data;
 	b->queued = 0;

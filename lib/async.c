@@ -381,6 +381,8 @@ int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_s
 		return -EINVAL;
 	if (!(ops->flags & URSA_OPS_CQE_RESULT) && !have_uring_futex())
 		return -EOPNOTSUPP;
+	if (!ursa_k_ring_takes_waits(r))
+		return -EINVAL; /* IOPOLL: the kernel would fail the wait */
 	/* A wait and its linked timeout go in together: a one-entry SQ can
 	 * never take them (-EBUSY would have the caller retry for ever). */
 	unsigned need = deadline_applies(op) ? 2u : 1u;

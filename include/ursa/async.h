@@ -19,7 +19,8 @@
  *   -EOPNOTSUPP  the kernel lacks the io_uring futex operations;
  *   -EINVAL  bad arguments, or op already in flight, or op has a deadline
  *            and r's SQ ring has a single entry (the wait and its linked
- *            timeout are queued together).
+ *            timeout are queued together), or r is an IORING_SETUP_IOPOLL
+ *            ring (the kernel fails every request there but block I/O).
  * An op finishes exactly once, whatever races between wake, timeout and
  * cancel. When an async lock finishes with res == 0 the caller holds it.
  * A wait that the kernel refuses (an error CQE: -ENOMEM, -EFAULT) finishes

@@ -95,8 +95,9 @@ URSA_API int ursa_waitq_wait_async(struct io_uring *r, ursa_waitq_t *q, uint32_t
  *   wakes post no CQE; an error CQE (e.g. -EFAULT: a waiter unmapped the
  *   queue meanwhile) has ursa's tag and is consumed by ursa_handle_cqe.
  *   If the kernel lacks the io_uring futex ops, or refuses the submission
- *   (e.g. a SINGLE_ISSUER ring used from another thread), the wakes are made
- *   by system calls instead: a slot the call counted is always woken.
+ *   (e.g. a SINGLE_ISSUER ring used from another thread), or the ring is
+ *   an IORING_SETUP_IOPOLL one (which fails futex requests), the wakes are
+ *   made by system calls instead: a slot the call counted is always woken.
  *   Waiters of a URSA_SHARED queue may be in other processes.
  * A call wakes at most as many slots as were queued when it began.
  * Never blocks (beyond the queue's lock).

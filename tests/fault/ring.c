@@ -5,7 +5,8 @@
  * nothing) and a tiny CQ (completions overflow into the kernel's overflow
  * list), cancel storms racing wakes, 64 completions at once, and re-arms
  * that find the SQ short of room (an SQPOLL poller that has not taken the
- * entries yet, a submit stopped by an SQE that fails its set-up).
+ * entries yet, a submit stopped by an SQE that fails its set-up), and an
+ * IOPOLL ring, which fails futex requests.
  *
  * Checked: every op finishes exactly once (a second finish, or a finish of
  * an op not in flight, fails), results are only those the contract allows,
@@ -566,4 +567,71 @@ Test(fault_ring, sqpoll_rearm_waits_for_room)
 Test(fault_ring, plain_rearm_submits_until_room)
 {
 	rearm_short_of_room(0);
+}
+
+/* ---- an IOPOLL ring: the kernel fails futex requests there ---------------- */
+
+/*
+ * IORING_SETUP_IOPOLL rings take only block I/O the kernel can poll; any
+ * other request fails as the kernel takes it (-EINVAL), which also ends
+ * that submission's batch. A ring op there could never wait: the starters
+ * refuse the ring. A wait queue's ring wake there lost the first woken
+ * slot's wake behind an error CQE (the rest, unconsumed, were rescued by
+ * system calls), so a waiter without a deadline slept on (defect, found
+ * here): the wakes go by system call instead, and none fails.
+ */
+static ursa_waitq_t *g_iq;
+static _Atomic pid_t g_itid[3];
+
+static void *iopoll_waiter(void *arg)
+{
+	uint32_t slot = (uint32_t)(uintptr_t)arg;
+	atomic_store(&g_itid[slot], (pid_t)syscall(SYS_gettid));
+	/* No deadline: a lost wake hangs here (the suite's timeout fails it). */
+	cr_assert_eq(ursa_waitq_wait(g_iq, slot, CLOCK_MONOTONIC, NULL), 0);
+	return NULL;
+}
+
+Test(fault_ring, iopoll_ring_refused_and_wakes_by_syscall)
+{
+	t_require_uring_futex(false);
+	struct io_uring r;
+	/* The real call: the suite's ring setups do not go with IOPOLL. */
+	int rc = (io_uring_queue_init)(8, &r, IORING_SETUP_IOPOLL);
+	cr_assert_eq(rc, 0, "an IOPOLL ring: %d", rc);
+
+	ursa_mutex_t m;
+	cr_assert_eq(ursa_mutex_init(&m, 0), 0);
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), -EINVAL);
+	ursa_event_t e;
+	cr_assert_eq(ursa_event_init(&e, 0), 0);
+	cr_assert_eq(ursa_event_wait_async(&r, &e, &op), -EINVAL);
+	cr_assert_eq(io_uring_sq_ready(&r), 0, "a refused starter queued nothing");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	cr_assert_eq(ursa_event_destroy(&e), 0);
+
+	static uint64_t mem[512];
+	cr_assert_leq(ursa_waitq_size(3), sizeof(mem));
+	g_iq = (ursa_waitq_t *)(void *)mem;
+	cr_assert_eq(ursa_waitq_init(g_iq, 3, 0), 0);
+	pthread_t t[3];
+	for (uint32_t i = 0; i < 3; i++) {
+		cr_assert_eq(ursa_waitq_prepare(g_iq, i, 0), 0);
+		cr_assert_eq(pthread_create(&t[i], NULL, iopoll_waiter, (void *)(uintptr_t)i), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		while (!atomic_load(&g_itid[i]))
+			sched_yield();
+		t_wait_sleeping(atomic_load(&g_itid[i])); /* asleep in the kernel */
+	}
+	cr_assert_eq(ursa_waitq_wake(g_iq, 3, &r), 3);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+	struct io_uring_cqe *cqe = NULL;
+	int pr = io_uring_peek_cqe(&r, &cqe);
+	cr_assert_neq(pr, 0, "a wake failed on the ring (res %d)", pr == 0 ? cqe->res : 0);
+	io_uring_queue_exit(&r);
 }
