@@ -2,3 +2,8 @@
 # exactly the URSA_API declarations of include/.
 TESTS += tests/abi/check-symbols.sh
 EXTRA_DIST += tests/abi/check-symbols.sh
+
+# USDT probes: the ones lib/trace.h and man/ursa.7 list are the ones the
+# code places and the library carries, with the listed arguments.
+TESTS += tests/abi/check-probes.sh
+EXTRA_DIST += tests/abi/check-probes.sh
