@@ -77,11 +77,6 @@ static void submit(struct ursa_k_wake_batch *b)
 		rescue_unconsumed(b);
 }
 
-bool ursa_k_wake_ring_ok(const struct io_uring *ring)
-{
-	return ursa_k_ring_takes_waits(ring);
-}
-
 void ursa_k_wake_flush(struct ursa_k_wake_batch *b)
 {
 	if (b->ring && b->queued)

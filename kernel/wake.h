@@ -38,18 +38,16 @@ struct ursa_k_wake_batch {
 	unsigned entries;      /* kernel entries made so far (for measurement) */
 };
 
-/* Start a batch. ring may be NULL; a non-NULL ring must support
- * IORING_OP_FUTEX_WAKE (the caller checks ursa_probe()). An IOPOLL ring
- * would fail a wake SQE as it takes it, losing that wake behind an error
- * CQE: its batch uses system calls. user_data tags the SQEs (and any error
- * CQE) and must be unique to wake batches: it is also how a refused
- * submission's leftover wake SQEs are found. */
-URSA_HIDDEN bool ursa_k_wake_ring_ok(const struct io_uring *ring);
-
+/* Start a batch. ring may be NULL; a non-NULL ring must carry
+ * IORING_OP_FUTEX_WAKE (the caller checks ursa_probe() and
+ * ursa_k_ring_takes_waits(): an IOPOLL ring fails a wake SQE as it takes
+ * it, and that wake would be lost behind an error CQE). user_data tags
+ * the SQEs (and any error CQE) and must be unique to wake batches: it is
+ * also how a refused submission's leftover wake SQEs are found. */
 static inline void ursa_k_wake_init(struct ursa_k_wake_batch *b, struct io_uring *ring, bool shared,
 				    uint64_t user_data)
 {
-	b->ring = ring && ursa_k_wake_ring_ok(ring) ? ring : NULL;
+	b->ring = ring;
 	b->shared = shared;
 	b->user_data = user_data;
 	b->queued = 0;

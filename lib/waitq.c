@@ -37,6 +37,7 @@
  */
 #include "lib/internal.h"
 
+#include "kernel/uring.h"
 #include "kernel/wake.h"
 
 #include <string.h>
@@ -316,10 +317,11 @@ static int wq_wake(ursa_waitq_t *q, enum wq_mode mode, uint64_t arg, uint32_t li
 		   struct io_uring *ring)
 {
 	if (ring) {
-		/* A kernel without IORING_OP_FUTEX_WAKE would fail every SQE:
-		 * wake by syscall instead, so the wakes still happen. */
+		/* A kernel without IORING_OP_FUTEX_WAKE, or an IOPOLL ring,
+		 * would fail the SQEs: wake by syscall instead, so the wakes
+		 * still happen. */
 		struct ursa_features f;
-		if (ursa_probe(&f) != 0 || !f.uring_futex)
+		if (ursa_probe(&f) != 0 || !f.uring_futex || !ursa_k_ring_takes_waits(ring))
 			ring = NULL;
 	}
 	bool shared = q->flags & URSA_SHARED;
