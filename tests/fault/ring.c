@@ -188,13 +188,6 @@ static void sem_done(struct slot *x)
 
 static atomic_bool g_posted;
 
-/* Finished at once: took a unit, or (a deadline already past) timed out
- * after one try. */
-static void sem_at_once(struct slot *x)
-{
-	sem_done(x);
-}
-
 static void *poster(void *arg)
 {
 	long n = (long)arg;
@@ -229,7 +222,7 @@ static void sem_cancel_storm(unsigned flags,
 	/* Storm for as long as the posts go on (and at least 300 rounds),
 	 * cancelling a random half of what is in flight. */
 	storm(&r, s,
-	      &(struct storm){.start = start, .obj = &g_sem, .at_once = sem_at_once,
+	      &(struct storm){.start = start, .obj = &g_sem, .at_once = sem_done, /* took a unit, or timed out */
 			      .on_done = sem_done, .seed = 12345, .mod = 2, .pick = 1,
 			      .rounds = 300, .until = &g_posted});
 	cr_assert_eq(pthread_join(t, NULL), 0);
@@ -265,6 +258,8 @@ static int st_sem_deadline(struct io_uring *r, void *o, struct ursa_op *op)
 {
 	static uint32_t seed = 99;
 	seed = seed * 1103515245u + 12345u;
+	/* 0-2000 us (t_deadline counts whole ms, and a storm this short is
+	 * over before a 1 ms deadline fires). */
 	struct timespec dl;
 	cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
 	dl.tv_nsec += (long)((seed >> 16) % 2000) * 1000;
@@ -443,13 +438,15 @@ static bool rr_is_op(uint64_t ud, const struct ursa_op *op)
 	return (ud >> 56) == 0xA5 && (ud & ptr & ~0x7ull) == ((uintptr_t)op & ptr);
 }
 
-/* Wait for the next CQE and hand it to ursa: 1 and *done if ursa's. */
-static int rr_next(struct io_uring *r, struct ursa_op **done, uint64_t *ud)
+/* Wait for the next CQE and hand it to ursa: 1 and *done if ursa's.
+ * Counts in *bad the application's SQEs that failed their set-up. */
+static int rr_next(struct io_uring *r, struct ursa_op **done, uint64_t *ud, int *bad)
 {
 	struct io_uring_cqe *cqe;
 	int rc = io_uring_wait_cqe(r, &cqe);
 	cr_assert_eq(rc, 0, "io_uring_wait_cqe: %d", rc);
 	*ud = cqe->user_data;
+	*bad += cqe->user_data == 0 && cqe->res == -EINVAL;
 	int mine = ursa_handle_cqe(r, cqe, done);
 	io_uring_cqe_seen(r, cqe);
 	return mine;
@@ -489,9 +486,7 @@ static void rearm_short_of_room(unsigned setup)
 	int bad_cqes = 0;
 	for (int round = 0; round < RR_ROUNDS; round++) {
 		memset(&op, 0, sizeof(op));
-		struct timespec dl;
-		cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
-		dl.tv_sec += 30;
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 30000);
 		cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
 		/* -EBUSY: the poller has not yet taken the last round's re-arm
 		 * (the starter looks for room once, and changes nothing). */
@@ -519,7 +514,7 @@ static void rearm_short_of_room(unsigned setup)
 		for (bool rearmed = false; !rearmed;) {
 			struct ursa_op *done = NULL;
 			uint64_t ud;
-			if (rr_next(&r, &done, &ud) != 1)
+			if (rr_next(&r, &done, &ud, &bad_cqes) != 1)
 				continue;
 			cr_assert_null(done, "round %d: the re-arm finished the op with %d", round,
 				       op.res);
@@ -529,12 +524,8 @@ static void rearm_short_of_room(unsigned setup)
 		cr_assert_eq(ursa_event_set(&e), 0);
 		for (;;) {
 			struct ursa_op *done = NULL;
-			struct io_uring_cqe *cqe;
-			cr_assert_eq(io_uring_wait_cqe(&r, &cqe), 0);
-			bad_cqes += cqe->user_data == 0 && cqe->res == -EINVAL;
-			int mine = ursa_handle_cqe(&r, cqe, &done);
-			io_uring_cqe_seen(&r, cqe);
-			if (mine == 1 && done) {
+			uint64_t ud;
+			if (rr_next(&r, &done, &ud, &bad_cqes) == 1 && done) {
 				cr_assert_eq(done, &op);
 				cr_assert_eq(op.res, 0, "round %d: res %d", round, op.res);
 				break;
