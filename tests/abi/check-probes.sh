@@ -24,14 +24,8 @@ lib=${1:-lib/.libs/libursa.so}
 READELF=${READELF:-readelf}
 
 command -v "$READELF" >/dev/null 2>&1 || { echo "SKIP: $READELF missing (apt-get install binutils)"; exit 77; }
-if [ ! -f "$lib" ]; then
-	[ -f lib/libursa.la ] && grep -q "^dlname=''" lib/libursa.la &&
-		{ echo "SKIP: no shared libursa (configured --disable-shared)"; exit 77; }
-	echo "check-probes: $lib not built" >&2
-	exit 99
-fi
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$here/lib.sh"
+abi_setup check-probes
 
 # trace.h: "name(a, b)" entries between "Probes" and the "(_begin:" note,
 # as "name count".

@@ -23,14 +23,8 @@ NM=${NM:-nm}
 
 command -v "$NM" >/dev/null 2>&1 || { echo "SKIP: $NM missing (apt-get install binutils)"; exit 77; }
 command -v perl >/dev/null 2>&1 || { echo "SKIP: perl missing"; exit 77; }
-if [ ! -f "$lib" ]; then
-	[ -f lib/libursa.la ] && grep -q "^dlname=''" lib/libursa.la &&
-		{ echo "SKIP: no shared libursa (configured --disable-shared)"; exit 77; }
-	echo "check-symbols: $lib not built" >&2
-	exit 99
-fi
-tmp=$(mktemp -d) || exit 99
-trap 'rm -rf "$tmp"' EXIT
+. "$here/lib.sh"
+abi_setup check-symbols
 
 # Every defined dynamic symbol except the version nodes' own (type A).
 "$NM" -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | sort >"$tmp/raw"
