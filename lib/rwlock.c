@@ -37,9 +37,7 @@
  *                 seq = __notify (acquire), re-load
  *                 __state, and sleep while __notify == seq if the lock is
  *                 still held and the bit still set; a blocked writer
- *                 without WRITER_FIRST sleeps at most the rest of its
- *                 URSA_RW_OVERTAKE_US, one with it URSA_HANDED_SLEEP_MS,
- *                 then steps again.
+ *                 sleeps at most URSA_HANDED_SLEEP_MS, then steps again.
  *   read unlock:  count - 1; the last reader, if a bit is set, runs
  *                 wake_writer_or_readers. write unlock: MASK -> 0, the
  *                 same with readers_first.
@@ -116,19 +114,32 @@
  * URSA_RW_OVERTAKE_US (2 ms) since it first announced itself (a ring
  * writer not at all), then shuts them out with WRITER_FIRST (but for those
  * that find the lock free, between two holders); the count drains and the
- * last reader wakes a writer. So a blocked writer is overtaken by readers
- * for at most about 2 ms plus the longest read section then under way,
- * plus the read phase of the readers that waited when a write section
- * ended (plus a scheduling delay to see its time is up).
+ * last reader wakes a writer. It sees that its time is up when it steps:
+ * at a wake, or when its bounded sleep (URSA_HANDED_SLEEP_MS, 10 ms) ends.
+ * So a blocked writer is overtaken by readers for 2 ms, or up to 10 ms
+ * when no unlock wakes it meanwhile, plus the longest read section then
+ * under way, plus the read phase of the readers that waited when a write
+ * section ended (plus a scheduling delay). Its sleep used to be bounded
+ * by the rest of its 2 ms; a timeout that short (under the kernel's tick)
+ * re-programs the CPU's timer as it is armed and as it is cancelled, a VM
+ * exit each in a virtual machine, and 88-100% of these sleeps ended by a
+ * wake, not the timeout. Measured (bench/README.md, "Short sleep
+ * bounds"): one CPU, a yield in the section, rw50 at 4-8 threads 0.70x
+ * glibc's rate -> 1.05-1.08x; 2 CPUs, the yield rows 8-57% faster at
+ * 4-32 threads and rw50 with 1 us sections 0.88-0.99x -> 0.98-1.01x,
+ * while the least-served thread's share with 1 us sections at 16-32
+ * threads fell to glibc's level (0.05-0.42, glibc's 0.01-0.46; 0.41-0.67
+ * before).
  * Readers that hold the lock run in parallel meanwhile, which pays where
  * a holder is off the CPU (2 CPUs, rw50 with a yield in the section at
  * 8-32 threads: 0.73-0.77x glibc's rate without joining, 0.84-0.96x with
  * it); under a steady stream of short reads the writer waits out its 2 ms
  * instead of one drain (rw95, empty sections, 4-16 threads: about a fifth
  * less throughput, still 1.4-1.8x glibc's on AMD EPYC vCPUs; on Intel Xeon
- * ones 0.66-0.78x, because glibc's threads there fall into a convoy on one
- * CPU, not because of joining; with 100 ns of work between operations
- * 1.3-2.0x; bench/README.md).
+ * ones 0.66-0.78x then, and 0.89-1.07x at 4-32 threads since the spin
+ * looks at the word after every 8th yield (d05bef7), because glibc's
+ * threads there fall into a convoy on one CPU, not because of joining;
+ * with 100 ns of work between operations 1.3-2.0x; bench/README.md).
  *
  * Writers do not starve readers either, unless they barge: a write unlock
  * that finds readers waiting lets them all in before the writers that wait
@@ -550,10 +561,10 @@ static bool rw_wants_handoff(const struct ursa_waiter *w, uint32_t s, uint32_t w
  *
  * The writer lets readers join a read phase under way until it has waited
  * URSA_RW_OVERTAKE_US since its first announcement (w->aux: rw_stamp()
- * then), sleeping at most the rest of that time; from then on it announces
- * WRITER_FIRST too and sleeps URSA_HANDED_SLEEP_MS at a time, stepping
- * again after each, until it has the lock. A ring writer cannot bound its
- * sleep, so it says WRITER_FIRST at once (its template's URSA_W_RING).
+ * then), as it finds at a step; from then on it announces WRITER_FIRST
+ * too. It sleeps URSA_HANDED_SLEEP_MS at a time, stepping again after
+ * each, until it has the lock. A ring writer cannot bound its sleep, so it
+ * says WRITER_FIRST at once (its template's URSA_W_RING).
  */
 static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
@@ -611,18 +622,20 @@ static int wr_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		if (rw_unlocked(s) || !(s & RW_WRITERS_WAITING))
 			continue; /* released, or a waker is at work: try again */
 		rw_wait_on(out, &l->__notify, seq, seq & RW_NOTIFY_SHARED);
-		/* A blocked writer's sleep is bounded: the rest of its
-		 * overtaking time, then URSA_HANDED_SLEEP_MS at a time. A
-		 * write unlock's read phase leaves the lock to the readers it
-		 * woke, and a ring reader's CQE waits for its ring's owner:
-		 * were that owner slow (or blocked itself), the writer steps
-		 * again and takes the free lock. A ring writer cannot bound
-		 * its sleep. */
-		if (ring)
-			out->bound_us = 0;
-		else
-			out->bound_us = first ? URSA_HANDED_SLEEP_MS * 1000u
-					      : URSA_RW_OVERTAKE_US - waited;
+		/* A blocked writer's sleep is bounded, URSA_HANDED_SLEEP_MS
+		 * at a time: it steps again, seeing whether its overtaking
+		 * time is up, even if no unlock wakes it. A write unlock's
+		 * read phase leaves the lock to the readers it woke, and a
+		 * ring reader's CQE waits for its ring's owner: were that
+		 * owner slow (or blocked itself), the writer steps again and
+		 * takes the free lock. Not the rest of its overtaking time: a
+		 * timeout shorter than the kernel's tick (4 ms at HZ=250)
+		 * re-programs the CPU's timer when armed and again when
+		 * cancelled, and nearly every such sleep ends by a wake; that
+		 * cost a third of the rate with a yield in the section on one
+		 * CPU (top of the file, "Starvation"). A ring writer cannot
+		 * bound its sleep. */
+		out->bound_us = ring ? 0 : URSA_HANDED_SLEEP_MS * 1000u;
 		return URSA_STEP_WAIT;
 	}
 }

@@ -421,9 +421,9 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			fi;
 			/* registered: destroy would say -EBUSY now */
 			assert(registered && CNT(state) > 0);
-			/* A blocked writer's sleep is bounded (the rest of its
-			 * URSA_RW_OVERTAKE_US, then URSA_HANDED_SLEEP_MS at a
-			 * time): a sleep that may end at any time. */
+			/* A blocked writer's sleep is bounded
+			 * (URSA_HANDED_SLEEP_MS at a time): a sleep that may
+			 * end at any time. */
 #ifdef NO_BOUND
 			bnd = false;
 #else
