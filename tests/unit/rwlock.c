@@ -482,8 +482,9 @@ Test(rwlock, reader_joins_unless_writer_first)
  * A blocked writer lets readers join for one bounded sleep, then says
  * WRITER_FIRST: from then on readers are refused until it has had the
  * lock, and taking the lock drops the bit. The join is timing-bound (the
- * writer's bounded sleep, 10 ms), so a refusal before WRITER_FIRST shows is a
- * failure and one after it is fine; the join must be seen in some round.
+ * writer's bounded sleep, 10 ms), so a refusal before WRITER_FIRST shows
+ * is a failure and one after it is fine; the join must be seen in some
+ * round.
  */
 static void check_join_then_writer_first(unsigned flags)
 {
