@@ -50,6 +50,8 @@ def main():
         if f[3] == "work-shared":
             shared = f[4] == "1"
             continue
+        if f[1] == "-":
+            continue  # another run-wide row (calibration-slow-share)
         w, cs, m = f[3].split(":")
         t = int(f[2])
         threads.add(t)
