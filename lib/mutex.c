@@ -356,7 +356,8 @@ static int mutex_lock_slow(ursa_mutex_t *m, clockid_t clk, const struct timespec
 		}
 		if (v & M_SLEEPERS)
 			break;
-		if (!(eager ? ursa_k_spin(i++, abs != NULL) : ursa_k_lock_spin(i++, abs != NULL, &t0)))
+		if (!(eager ? ursa_k_spin(i++, abs != NULL)
+			    : ursa_k_lock_spin(i++, abs != NULL, &t0, false)))
 			break;
 	}
 	struct ursa_waiter w = {0};

@@ -712,8 +712,10 @@ static int wr_abandon(void *obj, struct ursa_waiter *w)
 static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
 {
 	/* Spin while a writer holds the lock with nobody queued
-	 * (kernel/arch.h); stop as soon as a waiting bit shows, or a woken
-	 * writer is on its way (others sleep: queue behind them). */
+	 * (kernel/arch.h; on one CPU looking after each yield, as a reader
+	 * that can join the readers after the writer); stop as soon as a
+	 * waiting bit shows, or a woken writer is on its way (others sleep:
+	 * queue behind them). */
 	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
@@ -723,7 +725,7 @@ static RW_NOINLINE int rdlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WAITING | RW_WRITER_WOKEN)) || !rw_write_locked(s) ||
-		    !ursa_k_lock_spin(i++, abs != NULL, &t0))
+		    !ursa_k_lock_spin(i++, abs != NULL, &t0, true))
 			break;
 	}
 	struct ursa_waiter w = {0};
@@ -810,7 +812,13 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs)
 {
 	/* Spin until free, or until writers are queued or one woken is on
-	 * its way (then queue too). */
+	 * its way (then queue too). On one CPU not while readers hold it:
+	 * while we yield they come and go (a writer that has not announced
+	 * itself stops none of them), so a look finds it free only when every
+	 * reader happens to be preempted outside its section; asleep, we are
+	 * woken by the last reader out (bench/README.md, "One CPU: a reader's
+	 * look, a writer's sleep"). */
+	bool one_cpu = ursa_k_cpus() == 1;
 	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
@@ -820,7 +828,8 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) ||
-		    !ursa_k_lock_spin(i++, abs != NULL, &t0))
+		    (one_cpu && !rw_write_locked(s)) ||
+		    !ursa_k_lock_spin(i++, abs != NULL, &t0, false))
 			break;
 	}
 	struct ursa_waiter w = {0};

@@ -1213,9 +1213,11 @@ Test(rwlock, invariants_threads_shared_flag)
 }
 
 /* Pinned to one CPU before the first lock, the readers' and writers'
- * spin is bounded by time (kernel/arch.h). The invariants must hold, and
- * the run must have been contended: tries that found the lock taken, each
- * followed by a blocking call that spun. */
+ * spin is bounded by time, a reader looks after each yield and a writer
+ * that finds readers sleeps at once (kernel/arch.h, lib/rwlock.c). The
+ * invariants must hold, and the run must have been contended: tries that
+ * found the lock taken, each followed by a blocking call that spun or
+ * slept. */
 Test(rwlock, invariants_threads_one_cpu_spin)
 {
 	t_pin_one_cpu();
