@@ -8,34 +8,34 @@
  * (a read phase; the last of those readers then wakes a writer). A writer
  * that is running may still take the lock before the woken readers do
  * (barging), and each later write unlock wakes them again. A stream of
- * readers cannot starve writers: a blocked writer lets new readers join
- * the readers that hold the lock for 2 ms (they run in parallel
- * meanwhile), then new readers wait until it has had the lock, but for
- * those that find the lock free between two holders; a writer waiting
- * through io_uring shuts new readers out at once. The blocked writer
- * notices its 2 ms when it wakes: at an unlock that wakes it, or at the
- * latest when its bounded sleep (10 ms) ends. So readers overtake a
- * waiting writer for about 2 ms, at most 10 ms, plus the longest read
- * section under way, plus one read phase of the readers that were waiting
- * when a write section ended. A writer that times out or is cancelled stops holding new
- * readers back. An unlock wakes one writer at a time: while a writer it
- * woke has not run yet, later unlocks leave the waiting writers to it (a
- * ring writer runs when its ring's owner handles its CQE; blocked writers
- * do not wait for that past their own bounded sleeps). Writers are not
- * queued in order among themselves: a writer that is running may take a
- * free lock before the writer an unlock woke. But a blocked writer that has
- * waited 1 ms (131 us per registered waiter when more than 7 wait), or a
- * ring writer that has lost two such races, asks for a hand-off: the next
- * unlock that wakes a writer hands it the lock, which no newcomer, reader
- * or writer, can then take, and the woken writer claims it (the longest
- * asleep on the kernel's FIFO futex queue, but a blocked writer re-queues
- * after each of its bounded sleeps of 10 ms). So a writer that has
- * asked is overtaken only between hand-offs, each of which costs a
- * wake-up latency with the lock unused; the ring writer, also until its
- * event loop handles its completion. The request is one flag for all the
- * writers that ask: the writer served (or one that gives up) withdraws
- * it, and another that asked asks again at its next step (its next wake
- * or bounded sleep), so it may be overtaken once more meanwhile.
+ * readers cannot starve writers: a blocked writer lets new readers join the
+ * readers that hold the lock for 2 ms (they run in parallel meanwhile),
+ * then new readers wait until it has had the lock, but for those that find
+ * the lock free between two holders; a writer waiting through io_uring
+ * shuts new readers out at once. The blocked writer notices its 2 ms when
+ * it wakes: at an unlock that wakes it, or at the latest when its bounded
+ * sleep (10 ms) ends. So readers overtake a waiting writer for about 2 ms,
+ * at most 10 ms, plus the longest read section under way, plus one read
+ * phase of the readers that were waiting when a write section ended. A
+ * writer that times out or is cancelled stops holding new readers back. An
+ * unlock wakes one writer at a time: while a writer it woke has not run
+ * yet, later unlocks leave the waiting writers to it (a ring writer runs
+ * when its ring's owner handles its CQE; blocked writers do not wait for
+ * that past their own bounded sleeps). Writers are not queued in order
+ * among themselves: a writer that is running may take a free lock before
+ * the writer an unlock woke. But a blocked writer that has waited 1 ms
+ * (131 us per registered waiter when more than 7 wait), or a ring writer that
+ * has lost two such races, asks for a hand-off: the next unlock that wakes
+ * a writer hands it the lock, which no newcomer, reader or writer, can then
+ * take, and the woken writer claims it (the longest asleep on the kernel's
+ * FIFO futex queue, but a blocked writer re-queues after each of its
+ * bounded sleeps of 10 ms). So a writer that has asked is overtaken only
+ * between hand-offs, each of which costs a wake-up latency with the lock
+ * unused; the ring writer, also until its event loop handles its
+ * completion. The request is one flag for all the writers that ask: the
+ * writer served (or one that gives up) withdraws it, and another that asked
+ * asks again at its next step (its next wake or bounded sleep), so it may
+ * be overtaken once more meanwhile.
  * Uncontended read and write lock/unlock are one atomic operation, with no
  * system call.
  * Waiters may be blocked threads or io_uring waiters
@@ -61,8 +61,8 @@ typedef struct ursa_rwlock {
 URSA_API int ursa_rwlock_init(ursa_rwlock_t *l, unsigned flags);
 
 /* Take a read lock, blocking while a writer holds *l or has waited past
- * its 2 ms and noticed (above). Returns 0, -EAGAIN (32765 readers hold it, or 4095
- * waiters already wait), -EINVAL. Blocks. */
+ * its 2 ms and noticed (above). Returns 0, -EAGAIN (32765 readers hold
+ * it, or 4095 waiters already wait), -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);
 
 /* Take a read lock if that needs no wait. Returns 0, -EBUSY, -EAGAIN, -EINVAL. */
