@@ -818,7 +818,6 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 	 * reader happens to be preempted outside its section; asleep, we are
 	 * woken by the last reader out (bench/README.md, "One CPU: a reader's
 	 * look, a writer's sleep"). */
-	bool one_cpu = ursa_k_cpus() == 1;
 	uint64_t t0 = 0; /* when the yields began (kernel/arch.h) */
 	for (int i = 0;;) {
 		uint32_t s = ld_relaxed(&l->__state);
@@ -828,7 +827,7 @@ static RW_NOINLINE int wrlock_slow(ursa_rwlock_t *l, clockid_t clk, const struct
 			continue;
 		}
 		if ((s & (RW_WRITERS_WAITING | RW_WRITER_WOKEN)) ||
-		    (one_cpu && !rw_write_locked(s)) ||
+		    (!rw_write_locked(s) && ursa_k_cpus() == 1) ||
 		    !ursa_k_lock_spin(i++, abs != NULL, &t0, false))
 			break;
 	}
