@@ -133,9 +133,10 @@ void bench_add_impl(struct bench_scenario *s, const char *name, const char *note
 /* Print "ursa-bench: what: strerror(-err)" and return -1. */
 /* mutex-uncontended runs each measurement in a fresh process (a thread
  * ever created makes glibc use atomics for good, even in a forked child):
- * this re-executes ursa-bench as `--uncontended-child IMPL THREADS OPS`,
- * which makes THREADS - 1 idle threads, measures with IMPL's function and
- * prints the figure. */
+ * this re-executes ursa-bench as `--uncontended-child IMPL THREADS OPS
+ * VARIANT`, which makes THREADS - 1 idle threads, measures the variant
+ * (0 the mutex, 1 / 2 an rwlock's read / write lock) with IMPL's function
+ * and prints the figure. */
 int bench_uncontended_spawn(const char *impl, const struct bench_point *pt, double *v);
 int bench_uncontended_child(struct bench_scenario *unc, int argc, char **argv);
 

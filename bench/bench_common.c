@@ -289,10 +289,11 @@ uint64_t bench_quantile_u64(uint64_t *u, size_t n, double q)
 
 int bench_uncontended_spawn(const char *impl, const struct bench_point *pt, double *v)
 {
-	char threads[16], ops[32];
+	char threads[16], ops[32], variant[16];
 	snprintf(threads, sizeof(threads), "%d", pt->threads);
 	snprintf(ops, sizeof(ops), "%ld", bench_opt.uncontended_ops / (pt->warmup ? 5 : 1));
-	char *argv[] = {"ursa-bench", "--uncontended-child", (char *)impl, threads, ops, NULL};
+	snprintf(variant, sizeof(variant), "%d", pt->variant);
+	char *argv[] = {"ursa-bench", "--uncontended-child", (char *)impl, threads, ops, variant, NULL};
 	int fd[2];
 	if (pipe(fd))
 		return bench_fail("mutex-uncontended: pipe", errno);
@@ -332,12 +333,14 @@ static void *idle_thread(void *arg)
 
 int bench_uncontended_child(struct bench_scenario *unc, int argc, char **argv)
 {
-	if (argc != 5)
+	if (argc != 6)
 		return 2;
 	int threads = atoi(argv[3]);
 	bench_opt.uncontended_ops = atol(argv[4]);
 	bench_opt.uncontended_here = true;
-	if (threads < 1 || threads > 64 || bench_opt.uncontended_ops < 1)
+	int variant = atoi(argv[5]);
+	if (threads < 1 || threads > 64 || bench_opt.uncontended_ops < 1 || variant < 0 ||
+	    variant >= unc->nvariants)
 		return 2;
 	/* The process's other threads: asleep on a pipe nobody writes. */
 	static int idle[2];
@@ -351,7 +354,7 @@ int bench_uncontended_child(struct bench_scenario *unc, int argc, char **argv)
 	for (int i = 0; i < unc->nimpls; i++) {
 		if (strcmp(unc->impls[i].name, argv[2]))
 			continue;
-		struct bench_point pt = {.threads = threads};
+		struct bench_point pt = {.threads = threads, .variant = variant};
 		double v[BENCH_MAX_METRICS];
 		if (unc->impls[i].measure(&pt, v))
 			return 1;

@@ -32,6 +32,8 @@
 
 /* ------------------------------------------------ mutex-uncontended */
 
+/* variant 0: a mutex's lock+unlock; 1 / 2: an rwlock's read / write
+ * lock+unlock (implementations without an rwlock measure only 0). */
 static int T(uncontended)(const struct bench_point *pt, double *v)
 {
 	static AD(mutex_t) m BENCH_ALIGNED;
@@ -42,15 +44,41 @@ static int T(uncontended)(const struct bench_point *pt, double *v)
 		return bench_uncontended_spawn(BENCH_STR(IMPL), pt, v);
 
 	counter = 0;
-	AD(mutex_init)(&m);
-	uint64_t t0 = bench_now_ns();
-	for (long i = 0; i < n; i++) {
-		AD(lock)(&m);
-		counter++;
-		AD(unlock)(&m);
+	uint64_t t0 = 0, dt = 0;
+	if (pt->variant == 0) {
+		AD(mutex_init)(&m);
+		t0 = bench_now_ns();
+		for (long i = 0; i < n; i++) {
+			AD(lock)(&m);
+			counter++;
+			AD(unlock)(&m);
+		}
+		dt = bench_now_ns() - t0;
+		AD(mutex_destroy)(&m);
+	} else {
+#if IMPL_HAS_RW
+		static AD(rw_t) l BENCH_ALIGNED;
+		AD(rw_init)(&l);
+		t0 = bench_now_ns();
+		if (pt->variant == 1) {
+			for (long i = 0; i < n; i++) {
+				AD(rdlock)(&l);
+				counter++;
+				AD(rdunlock)(&l);
+			}
+		} else {
+			for (long i = 0; i < n; i++) {
+				AD(wrlock)(&l);
+				counter++;
+				AD(wrunlock)(&l);
+			}
+		}
+		dt = bench_now_ns() - t0;
+		AD(rw_destroy)(&l);
+#else
+		return bench_fail(BENCH_STR(IMPL) " mutex-uncontended: no rwlock", EINVAL);
+#endif
 	}
-	uint64_t dt = bench_now_ns() - t0;
-	AD(mutex_destroy)(&m);
 	if (counter != (uint64_t)n)
 		return bench_fail(BENCH_STR(IMPL) " mutex-uncontended: count mismatch", EPROTO);
 	v[0] = (double)dt / (double)n;
