@@ -110,6 +110,94 @@ struct ursa_op;
 URSA_API int ursa_rwlock_rdlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
 URSA_API int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, struct ursa_op *op);
 
+/*
+ * Inline fast paths, as ursa/mutex.h's. The exported functions above exist
+ * for function pointers, dlsym() and other languages; calls written
+ * ursa_rwlock_rdlock(l) and so on expand to one atomic operation on the
+ * lock when nobody waits, and only the other cases call out of line.
+ * Define URSA_NO_INLINE before including to disable.
+ *
+ * What they compile into programs (lib/rwlock.c explains the rest):
+ * __state bits 0-14 are the count, the higher bits waiters and requests.
+ * A __state that is only a count below URSA__RW_MAX_READERS (0 free, else
+ * that many readers) has no writer and nobody waiting: a reader takes it
+ * by adding 1, and releases a count of 1..URSA__RW_MAX_READERS with
+ * nothing more to do by subtracting 1. Exactly URSA__RW_WRITE_LOCKED is
+ * write-held with nobody waiting; the writer takes it from 0 and releases
+ * it to 0.
+ */
+#define URSA__RW_WRITE_LOCKED 0x7fffu
+#define URSA__RW_MAX_READERS 0x7ffdu
+
+/* Where the inline paths give up: rdunlock_slow takes the __state that its
+ * subtraction found; the others start where ursa_rwlock_wrlock and
+ * ursa_rwlock_wrunlock would after their first try. */
+URSA_API int ursa__rwlock_rdunlock_slow(ursa_rwlock_t *l, uint32_t old);
+URSA_API int ursa__rwlock_wrlock_slow(ursa_rwlock_t *l);
+URSA_API int ursa__rwlock_wrunlock_slow(ursa_rwlock_t *l);
+
+/* A NULL lock is -EINVAL here, not in a call: a compiler that follows
+ * the NULL branch into the caller's code would otherwise warn about
+ * stores through the NULL pointer after a call it cannot see fail. */
+static inline int ursa__rwlock_rdlock_fast(ursa_rwlock_t *l)
+{
+	if (__builtin_expect(l == NULL, 0))
+		return -EINVAL;
+	uint32_t s = __atomic_load_n(&l->__state, __ATOMIC_RELAXED);
+	if (__builtin_expect(s < URSA__RW_MAX_READERS, 1) &&
+	    __atomic_compare_exchange_n(&l->__state, &s, s + 1, false, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return 0;
+	return (ursa_rwlock_rdlock)(l);
+}
+
+static inline int ursa__rwlock_rdunlock_fast(ursa_rwlock_t *l)
+{
+	if (__builtin_expect(l == NULL, 0))
+		return -EINVAL;
+	uint32_t s = __atomic_load_n(&l->__state, __ATOMIC_RELAXED);
+	/* Read-held and nobody waits: while we hold our read lock the count
+	 * stays at 1 or more, so subtract without a CAS. */
+	if (__builtin_expect(s - 1 < URSA__RW_MAX_READERS, 1)) {
+		s = __atomic_fetch_sub(&l->__state, 1, __ATOMIC_RELEASE);
+		if (__builtin_expect(s - 1 < URSA__RW_MAX_READERS, 1))
+			return 0;
+		return ursa__rwlock_rdunlock_slow(l, s);
+	}
+	return (ursa_rwlock_rdunlock)(l);
+}
+
+static inline int ursa__rwlock_wrlock_fast(ursa_rwlock_t *l)
+{
+	if (__builtin_expect(l == NULL, 0))
+		return -EINVAL;
+	uint32_t e = 0;
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->__state, &e, URSA__RW_WRITE_LOCKED,
+							 false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED),
+			     1))
+		return 0;
+	return ursa__rwlock_wrlock_slow(l);
+}
+
+static inline int ursa__rwlock_wrunlock_fast(ursa_rwlock_t *l)
+{
+	if (__builtin_expect(l == NULL, 0))
+		return -EINVAL;
+	uint32_t e = URSA__RW_WRITE_LOCKED;
+	if (__builtin_expect(__atomic_compare_exchange_n(&l->__state, &e, 0, false,
+							 __ATOMIC_RELEASE, __ATOMIC_RELAXED),
+			     1))
+		return 0;
+	return ursa__rwlock_wrunlock_slow(l);
+}
+
+#ifndef URSA_NO_INLINE
+#define ursa_rwlock_rdlock(l) ursa__rwlock_rdlock_fast(l)
+#define ursa_rwlock_rdunlock(l) ursa__rwlock_rdunlock_fast(l)
+#define ursa_rwlock_wrlock(l) ursa__rwlock_wrlock_fast(l)
+#define ursa_rwlock_wrunlock(l) ursa__rwlock_wrunlock_fast(l)
+#endif
+
 URSA_EXTERN_C_END
 
 #endif

@@ -181,6 +181,39 @@ static void check_unlock_errors(unsigned flags)
 	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
 }
 
+Test(rwlock, exported_symbols_match_inline)
+{
+	/* Function pointers reach the exported, out-of-line versions; calls
+	 * written ursa_rwlock_rdlock(l) take the inline fast paths
+	 * (ursa/rwlock.h). Both keep the same state, and the same errors. */
+	int (*rdlock)(ursa_rwlock_t *) = &ursa_rwlock_rdlock;
+	int (*rdunlock)(ursa_rwlock_t *) = &ursa_rwlock_rdunlock;
+	int (*wrlock)(ursa_rwlock_t *) = &ursa_rwlock_wrlock;
+	int (*wrunlock)(ursa_rwlock_t *) = &ursa_rwlock_wrunlock;
+	ursa_rwlock_t l = URSA_RWLOCK_INIT;
+	cr_assert_eq(rdlock(NULL), -EINVAL);
+	cr_assert_eq(rdunlock(NULL), -EINVAL);
+	cr_assert_eq(wrlock(NULL), -EINVAL);
+	cr_assert_eq(wrunlock(NULL), -EINVAL);
+	cr_assert_eq(rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_trywrlock(&l), -EBUSY);
+	cr_assert_eq(wrunlock(&l), -EPERM);
+	cr_assert_eq(rdunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+	cr_assert_eq(rdunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_rdunlock(&l), -EPERM);
+	cr_assert_eq(wrlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_tryrdlock(&l), -EBUSY);
+	cr_assert_eq(rdunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+	cr_assert_eq(wrunlock(&l), 0);
+	cr_assert_eq(wrunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_wrunlock(&l), -EPERM);
+	cr_assert_eq(ursa_rwlock_destroy(&l), 0);
+}
+
 Test(rwlock, unlock_not_held_is_eperm)
 {
 	check_unlock_errors(0);
