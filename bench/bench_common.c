@@ -293,7 +293,8 @@ int bench_uncontended_spawn(const char *impl, const struct bench_point *pt, doub
 	snprintf(threads, sizeof(threads), "%d", pt->threads);
 	snprintf(ops, sizeof(ops), "%ld", bench_opt.uncontended_ops / (pt->warmup ? 5 : 1));
 	snprintf(variant, sizeof(variant), "%d", pt->variant);
-	char *argv[] = {"ursa-bench", "--uncontended-child", (char *)impl, threads, ops, variant, NULL};
+	char *argv[] = {"ursa-bench", "--uncontended-child", (char *)impl, threads, ops, variant,
+			NULL};
 	int fd[2];
 	if (pipe(fd))
 		return bench_fail("mutex-uncontended: pipe", errno);

@@ -59,7 +59,8 @@ void bench_locks_register(struct bench_scenario *unc, struct bench_scenario *con
 {
 	*unc = (struct bench_scenario){
 	    .name = "mutex-uncontended",
-	    .what = "lock+unlock of a free mutex, and an rwlock's read and write, by one thread of a fresh process with 1 or 2 threads",
+	    .what = "lock+unlock of a free mutex, and an rwlock's read and write, by one thread "
+		    "of a fresh process with 1 or 2 threads",
 	    .axis = "threads",
 	    .npoints = 2,
 	    .points = {1, 2},

@@ -10,20 +10,23 @@
  *
  * Inline fast paths (include/ursa/rwlock.h, since URSA_0.2): where __state
  * is a count alone (no bit at or above RW_WAITER), a read lock adds 1 (up
- * to MAX_READERS), a read unlock subtracts 1, and a write lock / unlock
- * is 0 <-> MASK; anything else calls out of line. They are special cases
- * of the transitions below, so the spin model covers them; but the
- * count's values and "a count alone: nobody waits" are compiled into
- * programs (changing them bumps the soname). Measured (bench/README.md,
- * "The rwlock inline"): uncontended write lock+unlock 16.5-17.2 ns through
- * the exported calls, 12.5-13.0 ns inline; read 18.5-18.8 and 17.4-17.9
- * (in ursa-bench 17.9-18.3, glibc 17.2-17.6: the load before the read
- * lock's CAS, right after the last unlock's locked subtraction, costs
- * about 3 ns, and glibc's read lock is one fetch-and-add). A read lock that guesses the lock free (a CAS from 0,
- * no load first) took 14.3 ns, but under contention the guess fails and
- * costs a round trip of the line: rw95 with empty sections at 16 / 32
- * threads 0.80-0.90 / 0.74-0.77x glibc's rate, against 0.96-0.97 / 0.93
- * with the load (0.89-0.91 / 0.88-0.96 out of line).
+ * to MAX_READERS), a read unlock subtracts 1, and a write lock / unlock is
+ * 0 <-> MASK; anything else calls out of line. They are special cases of
+ * the transitions below, so the spin model covers them; but the count's
+ * values and "a count alone: nobody waits" are compiled into programs
+ * (changing them bumps the soname). Measured (bench/README.md, "The rwlock
+ * inline"): uncontended write lock+unlock 16.5-17.2 ns through the exported
+ * calls, 12.5-13.0 ns inline; read 18.5-18.8 and 17.4-17.9 (in ursa-bench
+ * 17.9-18.3, glibc 17.2-17.6: the load before the read lock's CAS, right
+ * after the last unlock's locked subtraction, costs about 3 ns, and glibc's
+ * read lock is one fetch-and-add). A read lock that guesses the lock free
+ * (a CAS from 0, no load first) took 14.3 ns, but under contention the
+ * guess fails and costs a round trip of the line: rw95 with empty sections
+ * at 16 / 32 threads 0.80-0.90 / 0.74-0.77x glibc's rate, against 0.96-0.97
+ * / 0.93 with the load (0.89-0.91 / 0.88-0.96 out of line). The read unlock
+ * keeps its load too: without it, a read unlock of a free or write-held
+ * lock (-EPERM) would show other threads a wrong __state before its undo
+ * (bench/README.md, "Tried, not kept: the read unlock without its load").
  *
  * Readers sleep on __state itself; writers sleep on __notify, a counter
  * bumped before every writer wake, so that a writer is woken by "a writer

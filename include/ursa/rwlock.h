@@ -127,7 +127,7 @@ URSA_API int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, stru
  * it to 0.
  */
 #define URSA__RW_WRITE_LOCKED 0x7fffu
-#define URSA__RW_MAX_READERS 0x7ffdu
+#define URSA__RW_MAX_READERS  0x7ffdu
 
 /* Where the inline paths give up: rdunlock_slow takes the __state that its
  * subtraction found; the others start where ursa_rwlock_wrlock and
@@ -192,9 +192,9 @@ static inline int ursa__rwlock_wrunlock_fast(ursa_rwlock_t *l)
 }
 
 #ifndef URSA_NO_INLINE
-#define ursa_rwlock_rdlock(l) ursa__rwlock_rdlock_fast(l)
+#define ursa_rwlock_rdlock(l)	ursa__rwlock_rdlock_fast(l)
 #define ursa_rwlock_rdunlock(l) ursa__rwlock_rdunlock_fast(l)
-#define ursa_rwlock_wrlock(l) ursa__rwlock_wrlock_fast(l)
+#define ursa_rwlock_wrlock(l)	ursa__rwlock_wrlock_fast(l)
 #define ursa_rwlock_wrunlock(l) ursa__rwlock_wrunlock_fast(l)
 #endif
 

@@ -1,11 +1,11 @@
 /* Uncontended rwlock: exported (out-of-line) calls vs the header's inline paths. */
-#include <ursa.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include <ursa.h>
 static uint64_t counter;
 static ursa_rwlock_t l __attribute__((aligned(64))) = URSA_RWLOCK_INIT;
 static inline uint64_t now(void)
