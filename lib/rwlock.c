@@ -23,10 +23,12 @@
  * (a CAS from 0, no load first) took 14.3 ns, but under contention the
  * guess fails and costs a round trip of the line: rw95 with empty sections
  * at 16 / 32 threads 0.80-0.90 / 0.74-0.77x glibc's rate, against 0.96-0.97
- * / 0.93 with the load (0.89-0.91 / 0.88-0.96 out of line). The read unlock
- * keeps its load too: without it, a read unlock of a free or write-held
- * lock (-EPERM) would show other threads a wrong __state before its undo
- * (bench/README.md, "Tried, not kept: the read unlock without its load").
+ * / 0.93 with the load (0.89-0.91 / 0.88-0.96 out of line). On one CPU the
+ * rw rows with empty sections at 4-8 threads ran 3-12% slower inline, at 2
+ * threads 8-9% faster (not explained). The read unlock keeps its load too:
+ * without it, a read unlock of a free or write-held lock (-EPERM) would
+ * show other threads a wrong __state before its undo (bench/README.md,
+ * "Tried, not kept: the read unlock without its load").
  *
  * Readers sleep on __state itself; writers sleep on __notify, a counter
  * bumped before every writer wake, so that a writer is woken by "a writer
