@@ -17,7 +17,7 @@ static long balance;
 
 static void deposit(long amount)
 {
-	ursa_mutex_lock(&lock);      /* one inline CAS when uncontended */
+	ursa_mutex_lock(&lock);      /* one inline atomic when uncontended */
 	balance += amount;
 	ursa_mutex_unlock(&lock);    /* a wake syscall only if someone sleeps */
 }

@@ -2,8 +2,10 @@
 /*
  * ursa/mutex.h — a 4-byte mutual exclusion lock.
  *
- * Uncontended lock and unlock are one compare-and-swap each, inline in the
- * caller, with no system call. Contended lockers spin briefly, then sleep on
+ * Uncontended lock and unlock are one atomic operation each, inline in the
+ * caller, with no system call: the lock a bit-test-and-set, which takes a
+ * free mutex also while waiters are registered on it, the unlock a
+ * compare-and-swap. Contended lockers spin briefly, then sleep on
  * the futex word; they may be blocked threads or io_uring waiters
  * (ursa_mutex_lock_async), on the same mutex. The spin: where the process
  * may run on 8 or more CPUs, an untimed locker first watches the word for
@@ -93,16 +95,27 @@ URSA_API int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct u
 /*
  * Inline fast paths. The exported functions above exist for function
  * pointers, dlsym() and other languages; calls written ursa_mutex_lock(m)
- * expand to the inline compare-and-swap and only the contended case calls
+ * expand to the inline atomic operation and only the contended case calls
  * out of line. Define URSA_NO_INLINE before including to disable.
  *
  * Word layout (lib/mutex.c explains): bit 31 shared flag, bit 0 locked,
  * bits 1-4 sleepers / woken waiter / handed off / hand-off request, bits
- * 5-30 registered waiters. Free and unwaited is exactly 0 or the shared
- * flag; locked and unwaited exactly 1 or shared|1.
+ * 5-30 registered waiters. Bit 0 is set whenever the mutex is held, also
+ * while it is handed off to the waiters (since URSA_0.2), so a lock is one
+ * atomic bit-test-and-set of bit 0, whatever the other bits say: it takes
+ * the mutex if bit 0 was clear. Free and unwaited is exactly 0 or the
+ * shared flag; locked and unwaited exactly 1 or shared|1, which the unlock
+ * compares with.
  */
 #define URSA__MUTEX_SHARED 0x80000000u
 
+/* Where the inline paths give up: lock_held and trylock_held (URSA_0.2)
+ * after the bit-test-and-set found bit 0 set (or m is NULL); unlock_slow
+ * when the word is not exactly locked and unwaited. lock_slow and
+ * trylock_slow serve programs built before URSA_0.2, whose inline lock
+ * was a compare-and-swap from 0. */
+URSA_API int ursa__mutex_lock_held(ursa_mutex_t *m);
+URSA_API int ursa__mutex_trylock_held(ursa_mutex_t *m);
 URSA_API int ursa__mutex_lock_slow(ursa_mutex_t *m);
 URSA_API int ursa__mutex_trylock_slow(ursa_mutex_t *m);
 URSA_API int ursa__mutex_unlock_slow(ursa_mutex_t *m);
@@ -118,18 +131,38 @@ static inline bool ursa__mutex_cas(ursa_mutex_t *m, uint32_t from, uint32_t to, 
 						       false, order, __ATOMIC_RELAXED);
 }
 
+/* Set bit 0; true if it was set already (held). On x86 one `lock bts`:
+ * GCC emits it for this fetch-or, Clang (as of 14) a compare-and-swap loop
+ * after a load, so Clang gets the instruction itself (not under
+ * ThreadSanitizer, which must see the atomic). */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define URSA__TSAN 1
+#endif
+#endif
+static inline bool ursa__mutex_test_and_set(ursa_mutex_t *m)
+{
+#if defined(__clang__) && (defined(__x86_64__) || defined(__i386__)) && !defined(URSA__TSAN)
+	bool held;
+	__asm__ __volatile__("lock btsl $0, %1" : "=@ccc"(held), "+m"(m->__word) : : "memory");
+	return held;
+#else
+	return __atomic_fetch_or(&m->__word, 1u, __ATOMIC_ACQUIRE) & 1u;
+#endif
+}
+
 static inline int ursa__mutex_lock_fast(ursa_mutex_t *m)
 {
-	if (__builtin_expect(m != NULL && ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE), 1))
+	if (__builtin_expect(m != NULL && !ursa__mutex_test_and_set(m), 1))
 		return 0;
-	return ursa__mutex_lock_slow(m);
+	return ursa__mutex_lock_held(m);
 }
 
 static inline int ursa__mutex_trylock_fast(ursa_mutex_t *m)
 {
-	if (__builtin_expect(m != NULL && ursa__mutex_cas(m, 0, 1, __ATOMIC_ACQUIRE), 1))
+	if (__builtin_expect(m != NULL && !ursa__mutex_test_and_set(m), 1))
 		return 0;
-	return ursa__mutex_trylock_slow(m);
+	return ursa__mutex_trylock_held(m);
 }
 
 static inline int ursa__mutex_unlock_fast(ursa_mutex_t *m)

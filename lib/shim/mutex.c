@@ -3,7 +3,7 @@
  * lib/shim/mutex.c — pthread_mutex_* on ursa_mutex_t.
  *
  * Normal and adaptive mutexes are the bare ursa mutex: lock and unlock are
- * its inline compare-and-swap, after one load of the kind. Recursive and
+ * its inline atomic operations, after one load of the kind. Recursive and
  * errorcheck mutexes add an owner tid and a count beside the word (glibc's
  * __owner and __count): only the owner writes them, and another thread
  * compares owner with its own tid, which it can equal only if it wrote it,

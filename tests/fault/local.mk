@@ -6,7 +6,8 @@ FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/no_uring tests/fault/r
 	tests/fault/sigkill tests/fault/signals
 
 # tests/fault/mutex_handoff_repro: the C reproduction of the mutex hand-off
-# hang the spin model found (fixed in fd48f8a), a regression check.
+# hang the spin model found (fixed in fd48f8a), a regression check; and a
+# real hand-off that newcomers' inline lock must not take (URSA_0.2).
 repro-mutex-handoff: tests/fault/mutex_handoff_repro
 	./tests/fault/mutex_handoff_repro --timeout 120
 .PHONY: repro-mutex-handoff

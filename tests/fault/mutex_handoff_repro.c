@@ -18,6 +18,9 @@
  * when B's op does not finish within 2 s, and when the stale REQ (the
  * precondition) was never built, so that it cannot pass untested.
  * URSA_TEST_SCALE scales its 4000 iterations.
+ *
+ * handed_off_mutex_not_taken_by_newcomer (below) builds real hand-offs the
+ * same way and checks that no newcomer takes one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -135,4 +138,62 @@ Test(fault_mutex_handoff, ring_newcomer_not_stranded_on_handed)
 	cr_log_info("no hang in %d iterations (stale REQ built in %d)", iters, req_ok);
 	cr_assert_gt(req_ok, 0, "the stale REQ this test needs was never built in %d iterations",
 		     iters);
+}
+
+/* A hand-off is not taken by a newcomer. A holds m, starts a ring lock op
+ * W and makes it lose races (spurious wakes) until W asks for a hand-off
+ * (REQ); A's unlock then hands m to W (HANDED, bit 0 still set: URSA_0.2).
+ * Before W's completion is handled, the inline trylock (a bit-test-and-set
+ * of bit 0), the exported one and a timed lock with a past deadline must
+ * all find m held; W's completion then reports m taken, and m is W's to
+ * unlock. With the hand-off leaving bit 0 clear (the layout before
+ * URSA_0.2), the inline trylock took m here, and W's claim made two
+ * holders. The test fails if no hand-off was ever made. */
+Test(fault_mutex_handoff, handed_off_mutex_not_taken_by_newcomer)
+{
+	int iters = (int)t_iters(200);
+	t_require_uring_futex(false);
+	struct io_uring r;
+	cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
+	int (*trylock)(ursa_mutex_t *) = &ursa_mutex_trylock;
+	ursa_mutex_t hm = URSA_MUTEX_INIT;
+	int handed = 0;
+	for (int i = 0; i < iters; i++) {
+		cr_assert_eq(ursa_mutex_lock(&hm), 0);
+		struct ursa_op w;
+		memset(&w, 0, sizeof(w));
+		cr_assert_eq(ursa_mutex_lock_async(&r, &hm, &w), 0, "start");
+		io_uring_submit(&r);
+		for (int k = 0; k < 8 && !(hm.__word & 0x10u); k++) {
+			while (syscall(SYS_futex, &hm.__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+				       0) != 1)
+				sched_yield();
+			struct io_uring_cqe *cqe;
+			io_uring_wait_cqe(&r, &cqe);
+			struct ursa_op *done = NULL;
+			ursa_handle_cqe(&r, cqe, &done);
+			io_uring_cqe_seen(&r, cqe);
+			cr_assert_null(done, "W took a held mutex");
+			io_uring_submit(&r);
+		}
+		cr_assert(hm.__word & 0x10u, "W never asked for a hand-off: word %#x", hm.__word);
+		cr_assert_eq(ursa_mutex_unlock(&hm), 0);
+		/* Handed to W, whose completion is not handled yet. */
+		uint32_t v = hm.__word;
+		if ((v & 0x9u) == 0x9u)
+			handed++;
+		struct timespec past = {0, 0};
+		cr_assert_eq(ursa_mutex_trylock(&hm), -EBUSY, "inline trylock took %#x", v);
+		cr_assert_eq(trylock(&hm), -EBUSY, "trylock took %#x", v);
+		cr_assert_eq(ursa_mutex_timedlock(&hm, CLOCK_MONOTONIC, &past), -ETIMEDOUT);
+		int res = reap(&r, &w, 2000);
+		cr_assert_eq(res, 0, "W: res %d", res);
+		cr_assert_eq(ursa_mutex_trylock(&hm), -EBUSY, "W holds it");
+		cr_assert_eq(ursa_mutex_unlock(&hm), 0);
+		cr_assert_eq(ursa_mutex_unlock(&hm), -EPERM);
+		cr_assert_eq(ursa_mutex_destroy(&hm), 0, "word %#x", hm.__word);
+	}
+	io_uring_queue_exit(&r);
+	cr_log_info("%d of %d unlocks handed off", handed, iters);
+	cr_assert_gt(handed, 0, "no unlock handed the mutex off in %d iterations", iters);
 }

@@ -38,7 +38,9 @@
  * does not clear WOKEN; 2 no fix-up when the designated wake finds nobody;
  * 3 a taker with others registered does not set SLEEPERS; 4 wait-any's
  * pass-on claims and unlocks a HANDED lock (the issue 12 defect: with -DANY
- * the requester's hand-off is given away — caught by the hand-off assert).
+ * the requester's hand-off is given away — caught by the hand-off assert);
+ * 5 the hand-off leaves LOCKED clear, as before URSA_0.2, under the inline
+ * bit-test-and-set (a newcomer takes the handed-off mutex).
  *
  * Not modelled: the unlocker's occasional sched_yield() after its release
  * ("Turns" in lib/mutex.c). It changes no word and no futex queue, and the
@@ -50,7 +52,10 @@
  * no side effect in its failed rounds and is modelled as one atomic step.
  *
  * Word (SHARED, bit 31, is constant and left out): bit 0 LOCKED, 1
- * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, bits 5+ COUNT.
+ * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, bits 5+ COUNT. HANDED is always set
+ * with LOCKED (INV, checked at every change): the inline lock is a
+ * bit-test-and-set of LOCKED, which takes the mutex iff LOCKED was clear
+ * and changes nothing otherwise, i.e. the newcomer's take below.
  */
 #include "futex.pml"
 
@@ -89,6 +94,12 @@
 #define REQ 16
 #define CNT_ONE 32
 #define HELD (L | H)
+/* A handed-off mutex keeps LOCKED, so HELD is LOCKED. */
+#define INV() assert(BREAK == 5 || !(m & H) || (m & L))
+/* What a take finds taken: the newcomer's bit-test-and-set (unregistered,
+ * not slept) looks at LOCKED alone, every other take at HELD; the same while
+ * INV holds. -DBREAK=5: the old hand-off, HANDED without LOCKED. */
+#define TAKEN (BREAK == 5 && !registered && !slept -> L : HELD)
 #define CNT(v) ((v) & ~31)
 /* m_tidy: with nobody registered nobody sleeps or asks. */
 #define TIDY(v) (CNT(v) > 0 -> (v) : ((v) & ~(S | W | REQ)))
@@ -106,8 +117,9 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 #define mutex_take(ok)								\
 	atomic {								\
 		if								\
-		:: (m & HELD) && !CAN_CLAIM -> ok = false			\
+		:: (m & TAKEN) && !CAN_CLAIM -> ok = false			\
 		:: else ->							\
+			assert(!(m & H) || registered || slept);		\
 			n = ((m - (registered -> CNT_ONE : 0)) & ~H) | L;	\
 			if							\
 			:: registered && slept && BREAK != 1 -> n = n & ~W			\
@@ -123,7 +135,8 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 			:: else							\
 			fi;							\
 			m = TIDY(n); n = 0; reqd = false;			\
-			registered = false; rq = false; ok = true		\
+			registered = false; rq = false; ok = true;		\
+			INV()							\
 		fi								\
 	}
 
@@ -151,7 +164,7 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 			:: !(m & H) && slept && !rq -> n = n | REQ; rq = true	\
 			:: (m & H) || !slept || !rq -> skip			\
 			fi;							\
-			m = n; want = n; n = 0;					\
+			m = n; want = n; n = 0; INV();				\
 			registered = true;					\
 			bnd = ((want & (H | W)) && !ring && BOUND);		\
 			r = WAIT						\
@@ -194,12 +207,12 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 	atomic {								\
 		if								\
 		:: (m & H) && (force || CNT(m) == 0) ->				\
-			n = TIDY(m & ~H);					\
+			n = TIDY(m & ~(H | L));					\
 			if							\
 			:: CNT(n) > 0 -> n = (n & ~S) | W; uw = 1		\
 			:: else -> uw = 0					\
 			fi;							\
-			m = n; n = 0; reqd = false				\
+			m = n; n = 0; reqd = false; INV()			\
 		:: else -> uw = 0						\
 		fi								\
 	};									\
@@ -235,7 +248,7 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 			/* the old code: claim, then unlock */			\
 			assert(!reqd);						\
 			m = (m & ~H) | L; uw = 4				\
-		:: CNT(m) > 0 && (m & L) ->					\
+		:: CNT(m) > 0 && (m & L) && !(m & H) ->			\
 			if							\
 			:: m & W -> m = (m & ~W) | S				\
 			:: else							\
@@ -254,14 +267,16 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 /* ursa__mutex_unlock_fast + ursa__mutex_unlock_slow. */
 #define mutex_unlock()								\
 	atomic {								\
-		assert(m & L);	/* else -EPERM */				\
+		assert((m & HELD) == L);	/* else -EPERM */		\
 		n = TIDY(m & ~L);						\
 		if								\
-		:: n & REQ -> m = (n & ~(S | REQ)) | H; uw = 2; reqd = true	\
+		:: n & REQ ->							\
+			m = (n & ~(S | REQ)) | H | (BREAK == 5 -> 0 : L);	\
+			uw = 2; reqd = true					\
 		:: !(n & REQ) && (n & S) && !(n & W) -> m = (n & ~S) | W; uw = 1 \
 		:: else -> m = n; uw = 0					\
 		fi;								\
-		n = 0								\
+		n = 0; INV()							\
 	};									\
 	if									\
 	:: uw == 1 -> uw = 0; wake_designated()				\

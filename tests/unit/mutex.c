@@ -80,6 +80,62 @@ Test(mutex, exported_symbols_match_inline)
 	cr_assert_eq(unlock(&m), -EPERM);
 }
 
+/* The word's bits (lib/mutex.c), for the layout tests below. */
+#define T_LOCKED  0x1u
+#define T_HANDED  0x8u
+#define T_CNT_ONE 0x20u
+
+Test(mutex, handed_off_is_held_for_newcomers)
+{
+	/* A hand-off keeps bit 0 set (URSA_0.2), so the inline lock's
+	 * bit-test-and-set, the exported trylock and a timed lock that may not
+	 * wait all find the mutex held: it stays handed to its one registered
+	 * waiter. (The timed lock registers and gives up, which may leave the
+	 * SLEEPERS mark, bit 1, for the next unlock to clear.) */
+	int (*trylock)(ursa_mutex_t *) = &ursa_mutex_trylock;
+	for (int sh = 0; sh < 2; sh++) {
+		uint32_t w = T_LOCKED | T_HANDED | T_CNT_ONE | (sh ? URSA__MUTEX_SHARED : 0);
+		ursa_mutex_t m = {w};
+		struct timespec past = {0, 0};
+		cr_assert_eq(ursa_mutex_trylock(&m), -EBUSY);
+		cr_assert_eq(trylock(&m), -EBUSY);
+		cr_assert_eq(ursa__mutex_trylock_slow(&m), -EBUSY);
+		cr_assert_eq(m.__word, w, "word %#x, was %#x", m.__word, w);
+		/* Nor does an unlock: the mutex is held for the waiter, not us. */
+		cr_assert_eq(ursa_mutex_unlock(&m), -EPERM);
+		cr_assert_eq(m.__word, w, "word %#x, was %#x", m.__word, w);
+		cr_assert_eq(ursa_mutex_destroy(&m), -EBUSY);
+		cr_assert_eq(ursa_mutex_timedlock(&m, CLOCK_MONOTONIC, &past), -ETIMEDOUT);
+		cr_assert_eq(m.__word & ~0x2u, w, "word %#x, was %#x", m.__word, w);
+	}
+}
+
+Test(mutex, entry_points_of_older_programs)
+{
+	/* Programs built before URSA_0.2 inline a compare-and-swap from 0 and,
+	 * when it fails, call ursa__mutex_lock_slow / _trylock_slow: a free
+	 * mutex with a waiter registered fails that swap, and those calls take
+	 * it. Programs built since call ursa__mutex_lock_held / _trylock_held
+	 * after their bit-test-and-set found bit 0 set. */
+	ursa_mutex_t m = {T_CNT_ONE};
+	cr_assert_eq(ursa__mutex_trylock_slow(&m), 0);
+	cr_assert_eq(m.__word, T_CNT_ONE | T_LOCKED);
+	cr_assert_eq(ursa__mutex_trylock_slow(&m), -EBUSY);
+	cr_assert_eq(ursa__mutex_trylock_held(&m), -EBUSY);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(m.__word, T_CNT_ONE);
+	cr_assert_eq(ursa__mutex_lock_slow(&m), 0);
+	cr_assert_eq(m.__word, T_CNT_ONE | T_LOCKED);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_lock(&m), 0); /* the inline path, waiter or not */
+	cr_assert_eq(m.__word, T_CNT_ONE | T_LOCKED);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa__mutex_lock_slow(NULL), -EINVAL);
+	cr_assert_eq(ursa__mutex_trylock_slow(NULL), -EINVAL);
+	cr_assert_eq(ursa__mutex_lock_held(NULL), -EINVAL);
+	cr_assert_eq(ursa__mutex_trylock_held(NULL), -EINVAL);
+}
+
 Test(mutex, timed_past_deadline_no_sleep)
 {
 	ursa_mutex_t m = URSA_MUTEX_INIT;
