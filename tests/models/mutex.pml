@@ -53,9 +53,9 @@
  *
  * Word (SHARED, bit 31, is constant and left out): bit 0 LOCKED, 1
  * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, bits 5+ COUNT. HANDED is always set
- * with LOCKED (INV, checked at every change): the inline lock is a
- * bit-test-and-set of LOCKED, which takes the mutex iff LOCKED was clear
- * and changes nothing otherwise, i.e. the newcomer's take below.
+ * with LOCKED (INV, checked after every change of either): the inline lock
+ * is a bit-test-and-set of LOCKED, which takes the mutex iff LOCKED was
+ * clear and changes nothing otherwise, i.e. the newcomer's take below.
  */
 #include "futex.pml"
 
