@@ -150,6 +150,7 @@ static inline bool ursa__mutex_test_and_set(ursa_mutex_t *m)
 	return __atomic_fetch_or(&m->__word, 1u, __ATOMIC_ACQUIRE) & 1u;
 #endif
 }
+#undef URSA__TSAN
 
 static inline int ursa__mutex_lock_fast(ursa_mutex_t *m)
 {

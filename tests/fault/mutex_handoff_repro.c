@@ -63,6 +63,30 @@ static int reap(struct io_uring *r, struct ursa_op *op, long ms)
 	}
 }
 
+/* The ring lock op in flight on *mx (held by the caller) loses races until
+ * it asks for a hand-off: REQ, the word's bit M_REQ (lib/mutex.c; the
+ * layout is lib's, so the callers' precondition checks keep the tests
+ * honest when it moves). It asks after URSA_HANDOFF_AFTER lost races; each
+ * spurious wake makes it step again (slept, loses) and re-arm. At most 8
+ * tries. Returns how many completions finished an op (0: none took the
+ * held mutex). */
+static int lose_until_req(struct io_uring *r, ursa_mutex_t *mx)
+{
+	int finished = 0;
+	for (int k = 0; k < 8 && !(mx->__word & 0x10u); k++) {
+		while (syscall(SYS_futex, &mx->__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) != 1)
+			sched_yield();
+		struct io_uring_cqe *cqe;
+		io_uring_wait_cqe(r, &cqe);
+		struct ursa_op *done = NULL;
+		ursa_handle_cqe(r, cqe, &done);
+		io_uring_cqe_seen(r, cqe);
+		finished += done != NULL;
+		io_uring_submit(r);
+	}
+	return finished;
+}
+
 static void *thread_b(void *arg)
 {
 	struct io_uring r;
@@ -105,20 +129,7 @@ Test(fault_mutex_handoff, ring_newcomer_not_stranded_on_handed)
 		memset(&w, 0, sizeof(w));
 		cr_assert_eq(ursa_mutex_lock_async(&r, &m, &w), 0, "start");
 		io_uring_submit(&r);
-		/* REQ: the word's bit M_REQ (lib/mutex.c; the layout is lib's, so
-		 * the precondition check below keeps this test honest when it
-		 * moves). W asks after URSA_HANDOFF_AFTER lost races. */
-		for (int k = 0; k < 8 && !(m.__word & 0x10u); k++) {
-			/* a spurious wake: the op steps again (slept, loses), re-arms */
-			while (syscall(SYS_futex, &m.__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) != 1)
-				sched_yield();
-			struct io_uring_cqe *cqe;
-			io_uring_wait_cqe(&r, &cqe);
-			struct ursa_op *done = NULL;
-			ursa_handle_cqe(&r, cqe, &done);
-			io_uring_cqe_seen(&r, cqe);
-			io_uring_submit(&r);
-		}
+		lose_until_req(&r, &m);
 		if (m.__word & 0x10u)
 			req_ok++;
 		ursa_op_cancel(&r, &w);
@@ -164,18 +175,7 @@ Test(fault_mutex_handoff, handed_off_mutex_not_taken_by_newcomer)
 		memset(&w, 0, sizeof(w));
 		cr_assert_eq(ursa_mutex_lock_async(&r, &hm, &w), 0, "start");
 		io_uring_submit(&r);
-		for (int k = 0; k < 8 && !(hm.__word & 0x10u); k++) {
-			while (syscall(SYS_futex, &hm.__word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
-				       0) != 1)
-				sched_yield();
-			struct io_uring_cqe *cqe;
-			io_uring_wait_cqe(&r, &cqe);
-			struct ursa_op *done = NULL;
-			ursa_handle_cqe(&r, cqe, &done);
-			io_uring_cqe_seen(&r, cqe);
-			cr_assert_null(done, "W took a held mutex");
-			io_uring_submit(&r);
-		}
+		cr_assert_eq(lose_until_req(&r, &hm), 0, "W took a held mutex");
 		cr_assert(hm.__word & 0x10u, "W never asked for a hand-off: word %#x", hm.__word);
 		cr_assert_eq(ursa_mutex_unlock(&hm), 0);
 		/* Handed to W, whose completion is not handled yet. */
