@@ -5,9 +5,22 @@
  * futex2 (futex_wait/futex_wake, Linux 6.7) is used where the kernel has it;
  * otherwise futex(2) with FUTEX_WAIT_BITSET/FUTEX_WAKE_BITSET, which takes an
  * absolute deadline on either clock. Detection is lazy and one-shot: the
- * first call that gets -ENOSYS flips a cached flag and retries the old call
+ * first call that is refused flips a cached flag and retries the old call
  * (musl's habit). Both calls hash to the same futex keys, so a futex2 waiter
  * and a futex(2) or io_uring waker of the same word see each other.
+ *
+ * Refused means ENOSYS (a kernel before 6.7, or a seccomp filter that says
+ * so) or EPERM, what a seccomp filter answers for calls it denies unless
+ * told otherwise: podman's default profile denied futex_wait, futex_wake
+ * and futex_waitv with EPERM until Podman 6 (2026), and Wine met the same
+ * for futex_waitv. None of these calls returns EPERM itself (no PI, no
+ * permission check), so EPERM means the call was filtered. It may come
+ * after the flag said "present": a program may install its filter after
+ * its first lock (sandboxes do), and a fork child inherits the flag. A
+ * refused wake falls back the same way, so no wake is lost to a filter;
+ * futex_waitv has no older form, so wait-any then says -ENOSYS
+ * (ursa/wait_any.h). tests/fault/seccomp.c refuses each with ENOSYS and
+ * with EPERM, before and after first use.
  *
  * On the 64-bit targets ursa supports, struct timespec and the kernel's
  * struct __kernel_timespec have the same layout.
@@ -28,7 +41,7 @@
 
 _Static_assert(sizeof(struct timespec) == 16, "64-bit timespec expected (kernel ABI)");
 
-/* 0: unknown, 1: present, -1: absent (ENOSYS seen). Relaxed is enough: every
+/* 0: unknown, 1: present, -1: absent (refused). Relaxed is enough: every
  * thread may race to the same answer. */
 static int have_futex2;
 static int have_waitv;
@@ -36,6 +49,13 @@ static int have_waitv;
 static inline long sys_ret(long r)
 {
 	return r == -1 ? -errno : r;
+}
+
+/* errno after a futex2 call that failed: the call is not there for us
+ * (above). */
+static inline bool refused(int e)
+{
+	return e == ENOSYS || e == EPERM;
 }
 
 /* syscall() reports through errno; ursa's callers never see errno change
@@ -61,7 +81,7 @@ static int futex_wait_raw(uint32_t *uaddr, uint32_t val, bool shared, clockid_t 
 				 abs, abs ? clk : CLOCK_MONOTONIC);
 		if (r == 0)
 			return 0;
-		if (errno != ENOSYS)
+		if (!refused(errno))
 			return -errno;
 		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
 	}
@@ -75,7 +95,7 @@ static int futex_wake_raw(uint32_t *uaddr, int n, bool shared)
 				 ursa_k_futex2_flags(shared));
 		if (r >= 0)
 			return (int)r;
-		if (errno != ENOSYS)
+		if (!refused(errno))
 			return -errno;
 		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
 	}
@@ -91,9 +111,10 @@ static int futex_waitv_raw(struct futex_waitv *v, unsigned n, clockid_t clk,
 	long r = syscall(SYS_futex_waitv, v, n, 0, abs, abs ? clk : CLOCK_MONOTONIC);
 	if (r >= 0)
 		return (int)r;
-	if (errno == ENOSYS)
-		__atomic_store_n(&have_waitv, -1, __ATOMIC_RELAXED);
-	return -errno;
+	if (!refused(errno))
+		return -errno;
+	__atomic_store_n(&have_waitv, -1, __ATOMIC_RELAXED);
+	return -ENOSYS;
 }
 
 int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
@@ -123,8 +144,9 @@ bool ursa_k_have_futex2(void)
 		SAVE_ERRNO;
 		uint32_t dummy = 0;
 		/* Waking nobody on a private dummy word is harmless. */
-		h = syscall(SYS_futex_wake, &dummy, (unsigned long)FUTEX_BITSET_MATCH_ANY, 0,
-			    ursa_k_futex2_flags(false)) >= 0 || errno != ENOSYS ? 1 : -1;
+		long r = syscall(SYS_futex_wake, &dummy, (unsigned long)FUTEX_BITSET_MATCH_ANY, 0,
+				 ursa_k_futex2_flags(false));
+		h = r >= 0 || !refused(errno) ? 1 : -1;
 		__atomic_store_n(&have_futex2, h, __ATOMIC_RELAXED);
 		errno = saved_errno_;
 	}
@@ -135,9 +157,10 @@ bool ursa_k_have_futex_waitv(void)
 {
 	int h = __atomic_load_n(&have_waitv, __ATOMIC_RELAXED);
 	if (h == 0) {
-		/* An empty vector: -EINVAL where the call exists, -ENOSYS where not. */
+		/* An empty vector: -EINVAL where the call exists, refused where not. */
 		SAVE_ERRNO;
-		h = syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) >= 0 || errno != ENOSYS ? 1 : -1;
+		long r = syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0);
+		h = r >= 0 || !refused(errno) ? 1 : -1;
 		__atomic_store_n(&have_waitv, h, __ATOMIC_RELAXED);
 		errno = saved_errno_;
 	}

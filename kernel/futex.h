@@ -29,7 +29,8 @@ URSA_HIDDEN int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared);
 /* Sleep until one of the words in v (1..128 entries; flags per entry from
  * ursa_k_futex2_flags()) differs from its val or is woken. Returns the woken
  * index, -EAGAIN if some word already differed, -ETIMEDOUT, -EINTR,
- * -ENOSYS on kernels before 5.16. */
+ * -ENOSYS on kernels before 5.16 or where a seccomp filter refuses the call
+ * (kernel/futex.c). */
 struct futex_waitv;
 URSA_HIDDEN int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,
 				   const struct timespec *abs);

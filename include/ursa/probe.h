@@ -10,6 +10,7 @@ URSA_EXTERN_C_BEGIN
 struct ursa_features {
 	bool futex2;       /* futex_wait/futex_wake syscalls (6.7+) */
 	bool futex_waitv;  /* futex_waitv syscall (5.16+) */
+	/* (A call a seccomp filter refuses, with ENOSYS or EPERM, is absent.) */
 	bool uring;        /* io_uring usable (not disabled) */
 	bool uring_futex;  /* IORING_OP_FUTEX_WAIT/WAKE (6.7+) */
 	bool uring_futexv; /* IORING_OP_FUTEX_WAITV (6.7+) */

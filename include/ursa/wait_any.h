@@ -28,7 +28,8 @@ typedef struct ursa_waitable {
  * return its index. Objects are tried in index order, so of several free
  * at once the lowest index is taken. Returns the index, -ETIMEDOUT,
  * -EINVAL (n == 0, n > 128, NULL, unknown kind, bad clock), -ENOSYS
- * (kernel before 5.16, whether or not an object is free). Blocks. */
+ * (kernel before 5.16, or futex_waitv refused by a seccomp filter; whether
+ * or not an object is free). Blocks. */
 URSA_API int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk,
 			   const struct timespec *abs);
 

@@ -1,8 +1,8 @@
-# Fault injection: signal storms, io_uring blocked by seccomp,
+# Fault injection: signal storms, io_uring or futex2 refused by seccomp,
 # SIGKILLed holders and waiters, cancel storms on tiny rings;
 # tests/fault/NAME.c.
 # (Built and run by make check: SUITES, tests/local.mk.)
-FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/no_uring tests/fault/ring \
+FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/ring tests/fault/seccomp \
 	tests/fault/sigkill tests/fault/signals
 
 # tests/fault/mutex_handoff_repro: the C reproduction of the mutex hand-off
