@@ -179,10 +179,12 @@ bool ursa_k_have_futex_waitv(void)
  * by a single-threaded process can. Before ursa arms a private ring wait it
  * makes sure the process already has its private hash (or never will):
  * PR_FUTEX_HASH/GET_SLOTS > 0 (a hash exists; later resizes rehash queued
- * waiters correctly) or < 0 (kernel before 6.16: no private hash at all) is
- * safe; 0 means "none yet" (or global mode, or the feature not built), and
- * creating and joining one thread then installs it synchronously, harmless
- * in the other two cases. The answer holds for the life of the address
+ * waiters correctly) or EINVAL (a kernel before 6.16 does not know the
+ * option: no private hash at all) is safe; 0 means "none yet" (or global
+ * mode, or the feature not built), and creating and joining one thread
+ * then installs it synchronously, harmless in the other cases. Any other
+ * failure (a seccomp filter's EPERM or ENOSYS: the kernel was not asked)
+ * is taken as "none yet" too. The answer holds for the life of the address
  * space; a fork() child starts without a private hash, so it is forgotten
  * there (pthread_atfork).
  */
@@ -214,8 +216,9 @@ int ursa_k_private_ring_wait_prepare(void)
 		pthread_atfork(NULL, NULL, phash_forget);
 	SAVE_ERRNO;
 	int slots = prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0);
+	bool unknown = slots == 0 || (slots < 0 && errno != EINVAL);
 	errno = saved_errno_;
-	if (slots == 0) {
+	if (unknown) {
 		pthread_t t;
 		int e = pthread_create(&t, NULL, phash_nop, NULL);
 		if (e)

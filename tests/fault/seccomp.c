@@ -24,7 +24,10 @@
  *     the library has used futex2 (a sandbox that filters itself late);
  *   - in every case the blocking API passes a quick contended check
  *     (mutual exclusion, units conserved, waiters released) on every
- *     primitive.
+ *     primitive;
+ *   - prctl(PR_FUTEX_HASH) refused: a private ring wait armed by a
+ *     single-threaded process still finds the private futex hash
+ *     installed first (futex_hash_query_refused, at the end).
  */
 #include "tests/helpers.h"
 
@@ -539,6 +542,106 @@ ParameterizedTest(struct refusal *c, fault_seccomp, refused)
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
+	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
+		     WEXITSTATUS(st));
+}
+
+/* ---- the private futex hash query refused --------------------------------
+ *
+ * Before it arms a process-private ring wait, ursa asks the kernel whether
+ * the process has its private futex hash yet (prctl PR_FUTEX_HASH,
+ * GET_SLOTS; kernel/futex.c says why) and, if not, creates and joins a
+ * thread to install it. A filter that refuses that prctl must not read as
+ * "a kernel without private hashes": the hash must still be there before
+ * the wait is armed. The filter refuses only ursa's form of the query
+ * (arg3 0); the test asks with arg3 1, which the kernel ignores. */
+#define T_PR_FUTEX_HASH	       78
+#define T_FUTEX_HASH_GET_SLOTS 2
+
+static int refuse_hash_query(int err)
+{
+#ifdef NATIVE_ARCH
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 5),
+	    /* the low words of the arguments (little-endian targets) */
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, T_PR_FUTEX_HASH, 0, 3),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -errno;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		return -errno;
+	return 0;
+#else
+	(void)err;
+	return -ENOTSUP;
+#endif
+}
+
+static int hash_slots(void)
+{
+	return prctl(T_PR_FUTEX_HASH, T_FUTEX_HASH_GET_SLOTS, 1, 0, 0);
+}
+
+/* In a fork child, single-threaded: 0 the hash was installed before the
+ * wait was armed, 77 this kernel cannot tell (no private hash, or one
+ * already), else the failing line. */
+static void hash_child(int err)
+{
+	alarm(30);
+	struct io_uring ring;
+	CHILD_CHECK(io_uring_queue_init(4, &ring, 0) == 0);
+	if (hash_slots() != 0)
+		_exit(77);
+	CHILD_CHECK(refuse_hash_query(err) == 0);
+	CHILD_CHECK(prctl(T_PR_FUTEX_HASH, T_FUTEX_HASH_GET_SLOTS, 0, 0, 0) == -1 &&
+		    errno == err); /* the filter is in force */
+	CHILD_CHECK(hash_slots() == 0);
+	static ursa_mutex_t m;
+	CHILD_CHECK(ursa_mutex_init(&m, 0) == 0);
+	CHILD_CHECK(ursa_mutex_lock(&m) == 0);
+	struct ursa_op op;
+	memset(&op, 0, sizeof(op));
+	CHILD_CHECK(ursa_mutex_lock_async(&ring, &m, &op) == 0);
+	CHILD_CHECK(hash_slots() > 0); /* installed before the wait went in */
+	CHILD_CHECK(io_uring_submit(&ring) >= 0);
+	CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+	CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
+	CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+	_exit(0);
+}
+
+ParameterizedTestParameters(fault_seccomp, futex_hash_query_refused)
+{
+	static int errs[] = {EPERM, ENOSYS};
+	return cr_make_param_array(int, errs, 2);
+}
+
+ParameterizedTest(int *err, fault_seccomp, futex_hash_query_refused)
+{
+#ifndef NATIVE_ARCH
+	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
+#endif
+	t_require_uring_futex(false);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		hash_child(*err);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("this kernel gives a new process no private futex hash to install");
 	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
 		     WEXITSTATUS(st));
 }
