@@ -7,6 +7,7 @@ kernel_libursa_kernel_la_SOURCES = \
 	kernel/futex.c \
 	kernel/futex.h \
 	kernel/probe.c \
+	kernel/timens.c \
 	kernel/uapi.h \
 	kernel/uring.h \
 	kernel/wake.c \

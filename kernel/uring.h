@@ -68,8 +68,15 @@ static inline void ursa_k_prep_waitid(struct io_uring_sqe *sqe, idtype_t type, i
 	sqe->file_index = (uint32_t)options;
 }
 
+/* Whether a time namespace shifts this process's CLOCK_MONOTONIC from the
+ * host's (kernel/timens.c): io_uring's absolute timeouts read monotonic
+ * deadlines in the host's time. Cached after the first call. */
+__attribute__((visibility("hidden"))) bool ursa_k_monotonic_shifted(void);
+
 /* Linked timeout with an absolute deadline on clk (CLOCK_MONOTONIC or
- * CLOCK_REALTIME). The kernel reads *ts when the SQE is submitted. */
+ * CLOCK_REALTIME). The kernel reads *ts when the SQE is submitted. A
+ * monotonic deadline is read in the host's time, even inside a time
+ * namespace (kernel/timens.c). */
 static inline void ursa_k_prep_link_timeout_abs(struct io_uring_sqe *sqe,
 						struct __kernel_timespec *ts, clockid_t clk)
 {

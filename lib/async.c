@@ -471,6 +471,33 @@ int ursa_waitid_async(struct io_uring *r, idtype_t type, id_t id, siginfo_t *inf
 
 /* ---- deadline, cancel, completion ------------------------------------- */
 
+/* A monotonic deadline as the same point on CLOCK_REALTIME, as of now: for
+ * a process whose monotonic clock a time namespace shifts, where io_uring
+ * would read the monotonic one in the host's time (kernel/timens.c). A
+ * step of the wall clock while the op waits then moves its deadline. */
+static void monotonic_as_realtime(struct __kernel_timespec *ts)
+{
+	struct timespec mono, rt;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	long long sec = (long long)rt.tv_sec - (long long)mono.tv_sec;
+	long long nsec = ts->tv_nsec + (rt.tv_nsec - mono.tv_nsec);
+	if (nsec < 0) {
+		nsec += 1000000000LL;
+		sec--;
+	} else if (nsec >= 1000000000LL) {
+		nsec -= 1000000000LL;
+		sec++;
+	}
+	if (__builtin_add_overflow(ts->tv_sec, sec, &ts->tv_sec))
+		ts->tv_sec = sec > 0 ? LLONG_MAX : 0; /* "forever" stays forever */
+	if (ts->tv_sec < 0) {
+		ts->tv_sec = 0; /* long past either way */
+		nsec = 0;
+	}
+	ts->tv_nsec = nsec;
+}
+
 int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struct timespec *abs)
 {
 	if (!op || in_flight(op))
@@ -485,6 +512,10 @@ int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struct timespe
 	struct op_priv *p = P(op);
 	p->ts.tv_sec = abs->tv_sec;
 	p->ts.tv_nsec = abs->tv_nsec;
+	if (clk == CLOCK_MONOTONIC && ursa_k_monotonic_shifted()) {
+		monotonic_as_realtime(&p->ts);
+		clk = CLOCK_REALTIME;
+	}
 	op->__priv32 = (op->__priv32 & ~F_REALTIME) | F_DEADLINE |
 		       (clk == CLOCK_REALTIME ? F_REALTIME : 0);
 	return 0;

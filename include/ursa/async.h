@@ -101,7 +101,12 @@ URSA_API int ursa_waitid_async(struct io_uring *r, idtype_t type, URSA__ID_T id,
 			       int options, struct ursa_op *op);
 
 /* Give a not-yet-started op an absolute deadline on clk. Returns 0 or
- * -EINVAL (NULL op, bad clock, malformed abs, op in flight). */
+ * -EINVAL (NULL op, bad clock, malformed abs, op in flight). In a time
+ * namespace that shifts CLOCK_MONOTONIC (a container restored by CRIU,
+ * `unshare --time`), where io_uring would read a monotonic deadline in the
+ * host's time, the deadline is turned into the same point on
+ * CLOCK_REALTIME here, so a step of the wall clock while the op waits
+ * moves it. */
 URSA_API int ursa_op_set_deadline(struct ursa_op *op, clockid_t clk, const struct timespec *abs);
 
 /* Pass every CQE here. Returns 0 (not ursa's: the application's) or 1
