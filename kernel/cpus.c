@@ -8,7 +8,13 @@
  * the same answer. A process confined to a few CPUs of a large machine
  * (taskset, a cpuset) counts its own CPUs, not the machine's. Changes of
  * affinity after the first call are not seen: the count only picks a spin
- * policy, never correctness.
+ * policy, never correctness. The mask holds URSA_K_MAX_CPUS (a cpu_set_t
+ * holds 1024, and sched_getaffinity fails with EINVAL where the kernel has
+ * more possible CPUs than the mask holds); it is on the stack, 1 KiB, not
+ * malloc'd: the first call comes from a lock's slow path, and a malloc
+ * that locks (jemalloc under the pthread shim) would come back here. If
+ * the call fails anyway (a bigger machine, or a seccomp filter's refusal),
+ * the online CPUs are counted.
  *
  * Test hook: URSA_TEST_CPUS=N (1..4096), read by the first call of a
  * process, stands for the count, so that tests/unit/mutex.c can run the
@@ -18,8 +24,12 @@
 
 #include "kernel/arch.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#define URSA_K_MAX_CPUS 8192
 
 static int cached; /* 0: not asked yet */
 
@@ -34,10 +44,17 @@ int ursa_k_cpus(void)
 		__atomic_store_n(&cached, (int)forced, __ATOMIC_RELAXED);
 		return (int)forced;
 	}
-	cpu_set_t set;
-	n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-	if (n <= 0)
-		n = 1; /* unknown (more CPUs than cpu_set_t holds, or refused): spin as on few */
+	union {
+		cpu_set_t set;
+		unsigned long bits[URSA_K_MAX_CPUS / (8 * sizeof(unsigned long))];
+	} mask;
+	n = 0;
+	if (sched_getaffinity(0, sizeof mask, &mask.set) == 0)
+		n = CPU_COUNT_S(sizeof mask, &mask.set);
+	if (n <= 0) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		n = online > 0 && online <= INT_MAX ? (int)online : 1;
+	}
 	__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
 	return n;
 }
