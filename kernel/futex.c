@@ -220,9 +220,11 @@ int ursa_k_private_ring_wait_prepare(void)
 	errno = saved_errno_;
 	if (unknown) {
 		pthread_t t;
-		int e = pthread_create(&t, NULL, phash_nop, NULL);
-		if (e)
-			return -e;
+		/* No thread (RLIMIT_NPROC, memory, a filter refusing clone):
+		 * -EAGAIN, whatever pthread_create said, as the starters'
+		 * contract has it (ursa/async.h). */
+		if (pthread_create(&t, NULL, phash_nop, NULL))
+			return -EAGAIN;
 		pthread_join(t, NULL);
 	}
 	__atomic_store_n(&phash_ready, 1, __ATOMIC_RELEASE);

@@ -391,6 +391,16 @@ int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_s
 	/* Room first, so -EBUSY changes nothing. */
 	if (ursa_k_sq_space(r) < need)
 		return -EBUSY;
+	/* And the private futex hash (kernel/futex.c; after the first time,
+	 * one load), so that a thread that could not be started for it
+	 * changes nothing either (-EAGAIN): op_arm would find out only after
+	 * the first step, and giving that step up dequeues a waitq slot, or
+	 * drops the wake it had already taken. */
+	if (!(ops->flags & URSA_OPS_CQE_RESULT)) {
+		int rc = ursa_k_private_ring_wait_prepare();
+		if (rc)
+			return rc;
+	}
 	struct op_priv *p = P(op);
 	p->magic = OP_MAGIC;
 	p->pending = 0;

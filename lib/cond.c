@@ -253,13 +253,10 @@ int ursa_cond_wait_async(struct io_uring *r, ursa_cond_t *c, ursa_mutex_t *m, st
 	struct ursa_waiter *w;
 	if (!c || !m)
 		return -EINVAL;
+	/* (ursa__op_prepare also makes sure of the private futex hash, while
+	 * m is still held, so a failure changes nothing.) */
 	int rc = ursa__op_prepare(r, op, &ursa__cond_ops, c, m, 0, &w);
 	if (rc)
-		return rc;
-	/* A private wait needs the process's private futex hash before it
-	 * is armed (kernel/futex.c): make sure of it while m is still held,
-	 * so a failure changes nothing. */
-	if (!c_shared(c) && (rc = ursa_k_private_ring_wait_prepare()))
 		return rc;
 	rc = cond_begin(c, m, w);
 	if (rc)

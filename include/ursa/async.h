@@ -17,6 +17,10 @@
  *       and passes every CQE to ursa_handle_cqe;
  *   -EBUSY  the SQ ring had no room (nothing changed: submit, call again);
  *   -EOPNOTSUPP  the kernel lacks the io_uring futex operations;
+ *   -EAGAIN  (Linux 6.17+) the first private ring wait of a single-threaded
+ *            process starts and joins a thread, so that its private futex
+ *            hash exists before the wait is armed (kernel/futex.c), and no
+ *            thread could be started (nothing changed);
  *   -EINVAL  bad arguments, or op already in flight, or op has a deadline
  *            and r's SQ ring has a single entry (the wait and its linked
  *            timeout are queued together), or r is an IORING_SETUP_IOPOLL

@@ -645,3 +645,77 @@ ParameterizedTest(int *err, fault_seccomp, futex_hash_query_refused)
 	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
 		     WEXITSTATUS(st));
 }
+
+/* ---- no thread for the private futex hash ---------------------------------
+ *
+ * On 6.17+ the first private ring wait of a single-threaded process starts
+ * and joins a thread (kernel/futex.c). Where no thread can be started (a
+ * filter refuses clone and clone3 here, with EAGAIN or EPERM; RLIMIT_NPROC,
+ * memory), the starter says so, -EAGAIN, and changes nothing: a waitq slot
+ * stays queued (its wake still counts it), a mutex keeps no registration,
+ * a condvar wait leaves its mutex held. */
+#define NR_CLONE3 435
+
+static void nothread_child(int err)
+{
+	alarm(30);
+	struct io_uring ring;
+	CHILD_CHECK(io_uring_queue_init(4, &ring, 0) == 0);
+	if (hash_slots() != 0)
+		_exit(77);
+	struct nr_range nrs[2] = {{__NR_clone, __NR_clone}, {NR_CLONE3, NR_CLONE3}};
+	CHILD_CHECK(block_syscalls(nrs, 2, err) == 0);
+	size_t qsz = ursa_waitq_size(2);
+	ursa_waitq_t *q = aligned_alloc(8, (qsz + 7) & ~(size_t)7);
+	CHILD_CHECK(q && ursa_waitq_init(q, 2, 0) == 0);
+	CHILD_CHECK(ursa_waitq_prepare(q, 0, 1) == 0);
+	struct ursa_op op;
+	memset(&op, 0, sizeof(op));
+	int rc = ursa_waitq_wait_async(&ring, q, 0, &op);
+	if (rc != -EAGAIN)
+		fprintf(stderr, "seccomp child: waitq_wait_async said %d\n", rc);
+	CHILD_CHECK(rc == -EAGAIN);
+	CHILD_CHECK(ursa_waitq_cancel(q, 0) == 0); /* still queued: nothing changed */
+	static ursa_mutex_t m;
+	CHILD_CHECK(ursa_mutex_init(&m, 0) == 0);
+	CHILD_CHECK(ursa_mutex_lock(&m) == 0);
+	memset(&op, 0, sizeof(op));
+	CHILD_CHECK(ursa_mutex_lock_async(&ring, &m, &op) == -EAGAIN);
+	static ursa_cond_t c;
+	CHILD_CHECK(ursa_cond_init(&c, 0) == 0);
+	memset(&op, 0, sizeof(op));
+	CHILD_CHECK(ursa_cond_wait_async(&ring, &c, &m, &op) == -EAGAIN);
+	CHILD_CHECK(ursa_mutex_trylock(&m) == -EBUSY); /* m still held */
+	CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+	CHILD_CHECK(ursa_mutex_destroy(&m) == 0); /* no registration left */
+	CHILD_CHECK(ursa_cond_destroy(&c) == 0);
+	CHILD_CHECK(io_uring_sq_ready(&ring) == 0); /* nothing queued */
+	free(q);
+	_exit(0);
+}
+
+ParameterizedTestParameters(fault_seccomp, no_thread_for_futex_hash)
+{
+	static int errs[] = {EAGAIN, EPERM};
+	return cr_make_param_array(int, errs, 2);
+}
+
+ParameterizedTest(int *err, fault_seccomp, no_thread_for_futex_hash)
+{
+#ifndef NATIVE_ARCH
+	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
+#endif
+	t_require_uring_futex(false);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		nothread_child(*err);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("this kernel gives a new process no private futex hash to install");
+	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
+		     WEXITSTATUS(st));
+}
