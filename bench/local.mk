@@ -44,7 +44,8 @@ if HAVE_JEMALLOC
 bench_ursa_bench_CFLAGS += $(JEMALLOC_CFLAGS)
 bench_ursa_bench_LDADD += $(JEMALLOC_LIBS)
 endif
-EXTRA_DIST += bench/README.md
+# The tables of bench/README.md are made from CSVs by these (bench/README.md says how).
+EXTRA_DIST += bench/README.md bench/contention_md.py bench/contention_runs.py
 
 # `make bench`: build, then a quick run of every scenario (under a minute),
 # table on stdout, CSV in bench/out/quick.csv.
