@@ -11,20 +11,28 @@
  * cached: a ring set-up refused for a passing reason (out of file
  * descriptors or locked memory, -EAGAIN, -EINTR) reads as "no ring" for
  * that call alone, and the next caller asks again.
+ *
+ * Where the ring comes up but IORING_REGISTER_PROBE is refused (a seccomp
+ * filter that allows io_uring_setup and io_uring_enter only; a sandbox
+ * that lacks the probe), the operations are tried on the ring instead
+ * (try_ops). Before, no answer counted as a passing one, so every async
+ * starter made and tore down a ring, to answer -EOPNOTSUPP each time.
  */
 #include "config.h"
 
 #include "kernel/arch.h"
 #include "kernel/futex.h"
 #include "kernel/uapi.h"
+#include "kernel/uring.h"
 #include "ursa/probe.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <liburing.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct ursa_features cached;
 static int cached_state; /* 0 unknown, 2 being written (claimed), 1 valid */
@@ -43,28 +51,88 @@ static void publish_delay(void)
 	}
 }
 
+static bool passing(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -EAGAIN ||
+	       err == -EINTR;
+}
+
+/* No IORING_REGISTER_PROBE: try the operations themselves on the ring.
+ * None can block: a FUTEX_WAIT and a FUTEX_WAITV whose word differs from
+ * the value given (-EAGAIN; never queued, so a single-threaded process's
+ * private futex hash does not matter), a FUTEX_WAKE of nobody (0), a
+ * WNOHANG WAITID for a child that cannot exist (this process: -ECHILD). A
+ * kernel without an op fails it with -EINVAL. Returns false when the
+ * kernel could not be asked for a passing reason. */
+static bool try_ops(struct io_uring *ring, struct ursa_features *f)
+{
+	uint32_t word = 1;
+	struct futex_waitv v;
+	memset(&v, 0, sizeof(v));
+	v.uaddr = (uint64_t)(uintptr_t)&word;
+	v.flags = ursa_k_futex2_flags(false);
+	siginfo_t si;
+	struct io_uring_sqe *sqe[4];
+	for (int i = 0; i < 4; i++)
+		if (!(sqe[i] = io_uring_get_sqe(ring)))
+			return false;
+	ursa_k_prep_futex_wait(sqe[0], &word, 0, false);
+	ursa_k_prep_futex_wake(sqe[1], &word, 1, false);
+	ursa_k_prep_futex_waitv(sqe[2], &v, 1);
+	ursa_k_prep_waitid(sqe[3], P_PID, (id_t)getpid(), &si, WEXITED | WNOHANG);
+	for (int i = 0; i < 4; i++)
+		sqe[i]->user_data = (uint64_t)i;
+	int n = io_uring_submit(ring);
+	if (n < 0) {
+		if (passing(n))
+			return false;
+		f->uring = false; /* io_uring_enter refused: no ring after all */
+		return true;
+	}
+	int res[4] = {-EINVAL, -EINVAL, -EINVAL, -EINVAL};
+	for (int seen = 0; seen < n; seen++) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {1, 0};
+		if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) != 0)
+			return false; /* no answer in a second: ask again later */
+		if (cqe->user_data < 4)
+			res[cqe->user_data] = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	f->uring_futex = res[0] == -EAGAIN && res[1] >= 0;
+	f->uring_futexv = res[2] == -EAGAIN;
+	f->uring_waitid = res[3] == -ECHILD;
+	return true;
+}
+
 /* Fills f's ring fields; returns false when the kernel's answer may change
  * (the set-up failed for want of a resource), true when it is lasting. */
 static bool probe_uring(struct ursa_features *f)
 {
 	struct io_uring ring;
-	int r = io_uring_queue_init(2, &ring, 0);
+	int r = io_uring_queue_init(4, &ring, 0);
 	if (r < 0)
-		return !(r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN ||
-			 r == -EINTR);
+		return !passing(r);
 	f->uring = true;
-	struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
-	bool known = p != NULL;
+	bool known = false;
+	size_t len = sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op);
+	struct io_uring_probe *p = calloc(1, len);
 	if (p) {
-		f->uring_futex = io_uring_opcode_supported(p, IORING_OP_FUTEX_WAIT) &&
-				 io_uring_opcode_supported(p, IORING_OP_FUTEX_WAKE);
-		f->uring_futexv = io_uring_opcode_supported(p, IORING_OP_FUTEX_WAITV);
-		f->uring_waitid = io_uring_opcode_supported(p, IORING_OP_WAITID);
-		io_uring_free_probe(p);
+		r = io_uring_register_probe(&ring, p, 256);
+		if (r == 0) {
+			f->uring_futex = io_uring_opcode_supported(p, IORING_OP_FUTEX_WAIT) &&
+					 io_uring_opcode_supported(p, IORING_OP_FUTEX_WAKE);
+			f->uring_futexv = io_uring_opcode_supported(p, IORING_OP_FUTEX_WAITV);
+			f->uring_waitid = io_uring_opcode_supported(p, IORING_OP_WAITID);
+			known = true;
+		} else if (!passing(r)) {
+			known = try_ops(&ring, f); /* no probe here */
+		}
+		free(p);
 	}
 	io_uring_queue_exit(&ring);
-	/* No probe (its buffer could not be allocated): the opcodes are not
-	 * known yet. */
+	/* No answer (the probe's buffer could not be allocated): the opcodes
+	 * are not known yet. */
 	return known;
 }
 

@@ -719,3 +719,68 @@ ParameterizedTest(int *err, fault_seccomp, no_thread_for_futex_hash)
 	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
 		     WEXITSTATUS(st));
 }
+
+/* ---- io_uring_register refused ---------------------------------------------
+ *
+ * A filter that allows io_uring_setup and io_uring_enter but refuses
+ * io_uring_register (or a sandbox without IORING_REGISTER_PROBE) leaves
+ * ursa_probe no opcode list: it tries the operations on a ring instead, and
+ * must find what the kernel has (the parent's unfiltered probe says), and
+ * the async API must work. */
+#define NR_IO_URING_REGISTER 427
+
+static void register_child(int err)
+{
+	alarm(30);
+	struct nr_range nrs[1] = {{NR_IO_URING_REGISTER, NR_IO_URING_REGISTER}};
+	CHILD_CHECK(block_syscalls(nrs, 1, err) == 0);
+	struct ursa_features f;
+	CHILD_CHECK(ursa_probe(&f) == 0);
+	/* Exit status: the ring bits, for the parent to compare. */
+	int bits = f.uring | f.uring_futex << 1 | f.uring_futexv << 2 | f.uring_waitid << 3;
+	if (f.uring_futex) {
+		/* End to end: a ring waiter woken by an unlock. */
+		struct io_uring ring;
+		CHILD_CHECK(io_uring_queue_init(8, &ring, 0) == 0);
+		static ursa_mutex_t m;
+		CHILD_CHECK(ursa_mutex_init(&m, 0) == 0);
+		CHILD_CHECK(ursa_mutex_lock(&m) == 0);
+		struct ursa_op op;
+		memset(&op, 0, sizeof(op));
+		CHILD_CHECK(ursa_mutex_lock_async(&ring, &m, &op) == 0);
+		CHILD_CHECK(io_uring_submit(&ring) >= 0);
+		CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+		CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
+		CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+	}
+	_exit(100 + bits);
+}
+
+ParameterizedTestParameters(fault_seccomp, uring_register_refused)
+{
+	static int errs[] = {EPERM, ENOSYS};
+	return cr_make_param_array(int, errs, 2);
+}
+
+ParameterizedTest(int *err, fault_seccomp, uring_register_refused)
+{
+#ifndef NATIVE_ARCH
+	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
+#endif
+	fflush(NULL);
+	pid_t pid = fork(); /* before this process asks anything: no cached answer */
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		register_child(*err);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
+	cr_assert_geq(WEXITSTATUS(st), 100, "child check failed (status %d; see stderr)",
+		      WEXITSTATUS(st));
+	struct ursa_features f;
+	cr_assert_eq(ursa_probe(&f), 0);
+	int bits = f.uring | f.uring_futex << 1 | f.uring_futexv << 2 | f.uring_waitid << 3;
+	cr_assert_eq(WEXITSTATUS(st) - 100, bits,
+		     "without IORING_REGISTER_PROBE the probe found %#x, the kernel has %#x",
+		     WEXITSTATUS(st) - 100, bits);
+}
