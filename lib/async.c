@@ -203,7 +203,8 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 {
 	struct io_uring_sqe *sqe[2];
 	unsigned n = deadline_applies(op) ? 2 : 1;
-	if ((wt->kind == URSA_ARM_WAITV || (wt->kind == URSA_ARM_FUTEX && !wt->shared))) {
+	if ((wt->kind == URSA_ARM_WAITV && ursa_k_waitv_private(wt->addr, wt->val)) ||
+	    (wt->kind == URSA_ARM_FUTEX && !wt->shared)) {
 		int rc = ursa_k_private_ring_wait_prepare();
 		if (rc)
 			return rc;
@@ -371,6 +372,11 @@ static void retry_parked(struct io_uring *r)
 
 /* ---- starting ---------------------------------------------------------- */
 
+static bool waits_shared(const struct ursa_step_ops *ops, const void *obj)
+{
+	return ops->shared && ops->shared(obj);
+}
+
 int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_step_ops *ops,
 		     void *obj, void *obj2, uint32_t aux, struct ursa_waiter **w)
 {
@@ -391,12 +397,15 @@ int ursa__op_prepare(struct io_uring *r, struct ursa_op *op, const struct ursa_s
 	/* Room first, so -EBUSY changes nothing. */
 	if (ursa_k_sq_space(r) < need)
 		return -EBUSY;
-	/* And the private futex hash (kernel/futex.c; after the first time,
-	 * one load), so that a thread that could not be started for it
-	 * changes nothing either (-EAGAIN): op_arm would find out only after
-	 * the first step, and giving that step up dequeues a waitq slot, or
-	 * drops the wake it had already taken. */
-	if (!(ops->flags & URSA_OPS_CQE_RESULT)) {
+	/* And the private futex hash for a wait on a private word
+	 * (kernel/futex.c; after the first time, one load), so that a thread
+	 * that could not be started for it changes nothing either (-EAGAIN):
+	 * op_arm would find out only after the first step, and giving that
+	 * step up dequeues a waitq slot, or drops the wake it had already
+	 * taken. Waits on process-shared words (a multi-process server's
+	 * shared memory) need no hash, and no thread. */
+	if (!(ops->flags & URSA_OPS_CQE_RESULT) &&
+	    (!waits_shared(ops, obj) || (ops->then && !waits_shared(ops->then, obj2)))) {
 		int rc = ursa_k_private_ring_wait_prepare();
 		if (rc)
 			return rc;

@@ -197,10 +197,16 @@ static int cond_abandon(void *obj, struct ursa_waiter *w)
 
 /* The condvar's step table (lib/step.h): a composite — its wait, then its
  * mutex, which a ring op re-takes whatever the wait's result. */
+static bool cond_is_shared(const void *obj)
+{
+	return c_shared((ursa_cond_t *)obj);
+}
+
 const struct ursa_step_ops ursa__cond_ops = {
 	.name = "cond",
 	.step = cond_step,
 	.abandon = cond_abandon,
+	.shared = cond_is_shared,
 	.then = &ursa__mutex_ops,
 };
 

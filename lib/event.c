@@ -292,11 +292,17 @@ int ursa_event_timedwait(ursa_event_t *e, clockid_t clk, const struct timespec *
 }
 
 /* The event's step table (lib/step.h); its abandon passes sets on. */
+static bool event_is_shared(const void *obj)
+{
+	return e_shared(ld_relaxed(&((const ursa_event_t *)obj)->__word));
+}
+
 const struct ursa_step_ops ursa__event_ops = {
 	.name = "event",
 	.step = event_step,
 	.abandon = event_abandon,
 	.take = event_take,
+	.shared = event_is_shared,
 };
 
 int ursa_event_wait_async(struct io_uring *r, ursa_event_t *e, struct ursa_op *op)

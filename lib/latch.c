@@ -103,10 +103,16 @@ static int latch_abandon(void *obj, struct ursa_waiter *w)
 }
 
 /* The latch's step table (lib/step.h). */
+static bool latch_is_shared(const void *obj)
+{
+	return ld_relaxed(&((const ursa_latch_t *)obj)->__count) & L_SHARED;
+}
+
 static const struct ursa_step_ops latch_ops = {
 	.name = "latch",
 	.step = latch_step,
 	.abandon = latch_abandon,
+	.shared = latch_is_shared,
 };
 
 int ursa_latch_wait(ursa_latch_t *l)

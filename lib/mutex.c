@@ -535,12 +535,18 @@ bool ursa__mutex_is_locked(const ursa_mutex_t *m)
 /* The mutex's step table (lib/step.h). A ring locker's wake reaches it
  * late: it may claim a hand-off from its first step, and never sleeps on
  * a HANDED mutex (top of the file). */
+static bool mutex_is_shared(const void *obj)
+{
+	return m_shared(ld_relaxed(&((const ursa_mutex_t *)obj)->__word));
+}
+
 const struct ursa_step_ops ursa__mutex_ops = {
 	.name = "mutex",
 	.step = mutex_step,
 	.abandon = mutex_abandon,
 	.take = mutex_take,
 	.release = mutex_release,
+	.shared = mutex_is_shared,
 	.ring = {.slept = 1, .aux = URSA_W_RING},
 };
 

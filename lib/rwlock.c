@@ -952,16 +952,23 @@ int ursa__rwlock_wrunlock_slow(ursa_rwlock_t *l)
 }
 
 /* The step tables (lib/step.h): readers and writers of one lock. */
+static bool rw_is_shared(const void *obj)
+{
+	return rw_shared((ursa_rwlock_t *)obj);
+}
+
 const struct ursa_step_ops ursa__rwlock_rd_ops = {
 	.name = "rwlock-read",
 	.step = rd_step,
 	.abandon = rd_abandon,
+	.shared = rw_is_shared,
 };
 
 const struct ursa_step_ops ursa__rwlock_wr_ops = {
 	.name = "rwlock-write",
 	.step = wr_step,
 	.abandon = wr_abandon,
+	.shared = rw_is_shared,
 	.ring = {.aux = URSA_W_RING}, /* no bounded sleep: first at once */
 };
 

@@ -508,11 +508,17 @@ int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct timespec *abs)
 
 /* The semaphore's step table (lib/step.h); its abandon passes wakes on, so
  * wait-any needs no release of its own. */
+static bool sem_is_shared(const void *obj)
+{
+	return s_shared(obj);
+}
+
 const struct ursa_step_ops ursa__sem_ops = {
 	.name = "sem",
 	.step = sem_step,
 	.abandon = sem_abandon,
 	.take = sem_take,
+	.shared = sem_is_shared,
 };
 
 int ursa_sem_wait_async(struct io_uring *r, ursa_sem_t *s, struct ursa_op *op)

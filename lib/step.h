@@ -99,6 +99,10 @@ struct ursa_step_ops {
 	const struct ursa_step_ops *then;
 	/* Ring only: after the op finishes (wait-any frees its state). */
 	void (*fini)(void *obj);
+	/* Ring only: whether every futex word a wait on obj sleeps on is
+	 * process-shared (URSA_SHARED; constant after init). Such waits need
+	 * no private futex hash (kernel/futex.c). NULL: take them as private. */
+	bool (*shared)(const void *obj);
 	/* How a ring waiter's state starts (the mutex: it counts as having
 	 * slept and is a ring waiter, lib/mutex.c). */
 	struct ursa_waiter ring;

@@ -154,11 +154,24 @@ static void any_fini(void *obj)
 
 /* The wait-any step table (lib/step.h): one waiter of each object at once.
  * The ring's op owns its allocated state and frees it when it finishes. */
+/* The vector's words are all process-shared. */
+static bool any_shared(const void *obj)
+{
+	const struct any_state *a = obj;
+	for (unsigned i = 0; i < a->n; i++) {
+		const struct ursa_step_ops *ops = kind_ops(&a->v[i]);
+		if (!ops->shared || !ops->shared(a->v[i].obj))
+			return false;
+	}
+	return true;
+}
+
 const struct ursa_step_ops ursa__wait_any_ops = {
 	.name = "wait-any",
 	.step = any_step,
 	.abandon = any_abandon,
 	.fini = any_fini,
+	.shared = any_shared,
 };
 
 int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk, const struct timespec *abs)

@@ -234,10 +234,16 @@ static int wq_abandon(void *obj, struct ursa_waiter *w)
 
 /* The wait queue's step table (lib/step.h): a waiter's "object" is its own
  * wakeup; w->aux is its slot. */
+static bool wq_is_shared(const void *obj)
+{
+	return ((const ursa_waitq_t *)obj)->flags & URSA_SHARED;
+}
+
 const struct ursa_step_ops ursa__waitq_ops = {
 	.name = "waitq",
 	.step = wq_step,
 	.abandon = wq_abandon,
+	.shared = wq_is_shared,
 };
 
 int ursa_waitq_wait_async(struct io_uring *r, ursa_waitq_t *q, uint32_t slot, struct ursa_op *op)

@@ -29,7 +29,9 @@ typedef struct ursa_waitable {
  * at once the lowest index is taken. Returns the index, -ETIMEDOUT,
  * -EINVAL (n == 0, n > 128, NULL, unknown kind, bad clock), -ENOSYS
  * (kernel before 5.16, or futex_waitv refused by a seccomp filter; whether
- * or not an object is free). Blocks. */
+ * or not an object is free, except that a filter installed after the
+ * process first found the call present is met only when the call would
+ * sleep: a free object is taken before that). Blocks. */
 URSA_API int ursa_wait_any(const ursa_waitable_t *v, unsigned n, clockid_t clk,
 			   const struct timespec *abs);
 

@@ -261,7 +261,10 @@ static void waitq_round(struct work *w, struct io_uring *ring)
 
 /* Blocking API: a quick contended check of each primitive. wait-any (which
  * sleeps in futex_waitv) answers -ENOSYS where that call is refused or
- * missing, and takes the unit where it is not. */
+ * missing, and takes the unit where it is not. Where the refusal came after
+ * the library found the call present (a filter after first use), it meets
+ * the refusal when it would sleep (ursa/wait_any.h): so first a wait-any
+ * with nothing free. */
 static void blocking_checks(struct work *w, bool waitv_refused)
 {
 	struct ursa_features f;
@@ -293,10 +296,21 @@ static void blocking_checks(struct work *w, bool waitv_refused)
 	for (int i = 0; i < 4; i++)
 		pthread_join(ts[i], NULL);
 	CHILD_CHECK(atomic_load(&w->bad) == 0);
-	CHILD_CHECK(ursa_sem_post(&w->s) == 0);
 	ursa_waitable_t any[1] = {{URSA_WAIT_SEM, &w->s}};
-	int r = ursa_wait_any(any, 1, CLOCK_MONOTONIC, NULL);
+	int r;
 	if (waitv_refused) {
+		/* Nothing free: it would have to sleep. The deadline only
+		 * bounds a wrong sleep; -ENOSYS comes at once. */
+		struct timespec dl = t_deadline(CLOCK_MONOTONIC, 5000);
+		CHILD_CHECK(ursa_wait_any(any, 1, CLOCK_MONOTONIC, &dl) == -ENOSYS);
+		CHILD_CHECK(ursa_sem_value(&w->s) == 0);
+		CHILD_CHECK(ursa_sem_destroy(&w->s) == 0); /* no waiter left registered */
+		CHILD_CHECK(ursa_sem_init(&w->s, 0, 0) == 0);
+	}
+	CHILD_CHECK(ursa_sem_post(&w->s) == 0);
+	r = ursa_wait_any(any, 1, CLOCK_MONOTONIC, NULL);
+	if (waitv_refused) {
+		/* (After use too: the sleep above taught it the refusal.) */
 		CHILD_CHECK(r == -ENOSYS);
 		CHILD_CHECK(ursa_sem_value(&w->s) == 1); /* the unit is still there */
 		CHILD_CHECK(ursa_sem_trywait(&w->s) == 0);
@@ -476,8 +490,13 @@ static void child_main(struct refusal c)
 	ursa_waitq_t *q = aligned_alloc(8, (qsz + 7) & ~(size_t)7);
 	CHILD_CHECK(q);
 	init_work(&w, q);
-	if (c.what & AFTER_USE)
-		mutex_round(&w); /* futex2 used, and its answer cached */
+	if (c.what & AFTER_USE) {
+		/* futex2 used (slept and woken through), and the probe's
+		 * "present" cached, before the filter comes. */
+		mutex_round(&w);
+		struct ursa_features f;
+		CHILD_CHECK(ursa_probe(&f) == 0);
+	}
 
 	struct nr_range nrs[4];
 	int n = 0;
@@ -653,7 +672,8 @@ ParameterizedTest(int *err, fault_seccomp, futex_hash_query_refused)
  * filter refuses clone and clone3 here, with EAGAIN or EPERM; RLIMIT_NPROC,
  * memory), the starter says so, -EAGAIN, and changes nothing: a waitq slot
  * stays queued (its wake still counts it), a mutex keeps no registration,
- * a condvar wait leaves its mutex held. */
+ * a condvar wait leaves its mutex held. Waits on process-shared objects
+ * need no hash and still work there. */
 #define NR_CLONE3 435
 
 static void nothread_child(int err)
@@ -690,6 +710,27 @@ static void nothread_child(int err)
 	CHILD_CHECK(ursa_mutex_destroy(&m) == 0); /* no registration left */
 	CHILD_CHECK(ursa_cond_destroy(&c) == 0);
 	CHILD_CHECK(io_uring_sq_ready(&ring) == 0); /* nothing queued */
+
+	/* Process-shared objects (a multi-process server's shared memory)
+	 * need no private hash, so no thread: their waits go in and end. */
+	static ursa_mutex_t sm;
+	CHILD_CHECK(ursa_mutex_init(&sm, URSA_SHARED) == 0);
+	CHILD_CHECK(ursa_mutex_lock(&sm) == 0);
+	memset(&op, 0, sizeof(op));
+	CHILD_CHECK(ursa_mutex_lock_async(&ring, &sm, &op) == 0);
+	CHILD_CHECK(io_uring_submit(&ring) >= 0);
+	CHILD_CHECK(ursa_mutex_unlock(&sm) == 0);
+	CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
+	CHILD_CHECK(ursa_mutex_unlock(&sm) == 0);
+	static ursa_sem_t ss;
+	CHILD_CHECK(ursa_sem_init(&ss, 0, URSA_SHARED) == 0);
+	ursa_waitable_t any[1] = {{URSA_WAIT_SEM, &ss}};
+	memset(&op, 0, sizeof(op));
+	CHILD_CHECK(ursa_wait_any_async(&ring, any, 1, &op) == 0);
+	CHILD_CHECK(io_uring_submit(&ring) >= 0);
+	CHILD_CHECK(ursa_sem_post(&ss) == 0);
+	CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
+	CHILD_CHECK(hash_slots() == 0); /* and no thread was made for one */
 	free(q);
 	_exit(0);
 }
