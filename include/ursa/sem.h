@@ -54,7 +54,10 @@ typedef struct ursa_sem {
 URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags);
 
 /* Add one to the count, waking a waiter if any. Returns 0, -EOVERFLOW (count
- * already URSA_SEM_VALUE_MAX; unchanged), -EINVAL. Never blocks. */
+ * already URSA_SEM_VALUE_MAX; unchanged), -EINVAL. Never blocks.
+ * Async-signal-safe, as POSIX's sem_post: it may be called from a signal
+ * handler, also one that interrupted this thread inside ursa_sem_wait or
+ * ursa_sem_post on the same semaphore (tests/fault/signals.c). */
 URSA_API int ursa_sem_post(ursa_sem_t *s);
 
 /* Wait until the count is positive and take one. Returns 0 or -EINVAL.

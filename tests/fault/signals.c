@@ -11,6 +11,13 @@
  * -EINTR or any other spurious error, a deadline far in the future never
  * reports -ETIMEDOUT, and nothing is lost (mutual exclusion, counts
  * conserved, every waiter released).
+ *
+ * sem_post_from_handlers: POSIX makes sem_post async-signal-safe, and
+ * programs wake a waiter from a signal handler with it; the shim's
+ * sem_post is ursa_sem_post. Here the handler posts on the waiting
+ * threads themselves (interrupting their own sem_wait: registered,
+ * asleep, or taking) and on a thread that posts and waits in a loop
+ * (interrupting its own sem_post); every post must be taken once.
  */
 #include "tests/helpers.h"
 
@@ -416,4 +423,128 @@ ParameterizedTestParameters(fault_signals, storm)
 ParameterizedTest(struct storm_param *p, fault_signals, storm)
 {
 	run_storm(p);
+}
+
+/* ---- posting from a signal handler --------------------------------------- */
+
+#define HP_WAITERS 3
+#define HP_POSTS   3000
+
+static ursa_sem_t hp_sem;
+static atomic_long hp_posts, hp_in_wait, hp_in_post, hp_bad;
+static _Thread_local volatile sig_atomic_t hp_waiting, hp_posting;
+
+static void hp_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	if (hp_waiting)
+		atomic_fetch_add_explicit(&hp_in_wait, 1, memory_order_relaxed);
+	if (hp_posting)
+		atomic_fetch_add_explicit(&hp_in_post, 1, memory_order_relaxed);
+	if (ursa_sem_post(&hp_sem) != 0)
+		atomic_fetch_add(&hp_bad, 1);
+	else
+		atomic_fetch_add_explicit(&hp_posts, 1, memory_order_relaxed);
+	if (errno != saved)
+		atomic_fetch_add(&hp_bad, 1); /* a handler must leave errno alone */
+}
+
+struct hp_waiter {
+	atomic_bool *stop;
+	long taken;
+};
+
+static void *hp_wait_fn(void *arg)
+{
+	struct hp_waiter *w = arg;
+	while (!atomic_load(w->stop)) {
+		hp_waiting = 1;
+		int r = ursa_sem_wait(&hp_sem);
+		hp_waiting = 0;
+		if (r != 0)
+			atomic_fetch_add(&hp_bad, 1);
+		else
+			w->taken++;
+	}
+	return NULL;
+}
+
+/* Posts and tries to take back, in a loop that never sleeps: signals land
+ * inside its posts. */
+static void *hp_poster_fn(void *arg)
+{
+	struct hp_waiter *w = arg;
+	while (!atomic_load(w->stop)) {
+		hp_posting = 1;
+		int r = ursa_sem_post(&hp_sem);
+		hp_posting = 0;
+		if (r != 0)
+			atomic_fetch_add(&hp_bad, 1);
+		else
+			w->taken--; /* one unit of its own in */
+		if (ursa_sem_trywait(&hp_sem) == 0)
+			w->taken++; /* (or a waiter took it) */
+	}
+	return NULL;
+}
+
+Test(fault_signals, sem_post_from_handlers, .timeout = 60)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = hp_handler;
+	sigemptyset(&sa.sa_mask);
+	cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	cr_assert_eq(ursa_sem_init(&hp_sem, 0, 0), 0);
+	atomic_bool stop = false;
+	struct hp_waiter w[HP_WAITERS + 1];
+	pthread_t t[HP_WAITERS + 1];
+	for (int i = 0; i <= HP_WAITERS; i++) {
+		w[i] = (struct hp_waiter){&stop, 0};
+		void *(*fn)(void *) = i < HP_WAITERS ? hp_wait_fn : hp_poster_fn;
+		cr_assert_eq(pthread_create(&t[i], NULL, fn, &w[i]), 0);
+	}
+	/* Signal the waiters and the poster in turn, each signal one post,
+	 * until HP_POSTS have been made (or 20 s: a slow machine). The
+	 * poster's own posts and takes net out in w[].taken. */
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	struct timespec iv = {0, 20 * 1000};
+	uint64_t end = t_now_ns() + 20000000000ull;
+	long sent = 0;
+	for (int i = 0; atomic_load(&hp_posts) < HP_POSTS && t_now_ns() < end; i++) {
+		if (pthread_kill(t[i % (HP_WAITERS + 1)], SIGUSR2) == 0)
+			sent++;
+		nanosleep(&iv, NULL);
+	}
+	/* Stop: let the signals still pending be handled (signals sent to a
+	 * thread that had one pending merge, so fewer posts than signals is
+	 * normal) until the count stays put for 50 ms, then release each
+	 * thread with one more unit. */
+	for (long last = -1; last != atomic_load(&hp_posts);) {
+		last = atomic_load(&hp_posts);
+		t_sleep_ms(50);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i <= HP_WAITERS; i++)
+		cr_assert_eq(ursa_sem_post(&hp_sem), 0);
+	long taken = 0;
+	for (int i = 0; i <= HP_WAITERS; i++)
+		cr_assert_eq(pthread_join(t[i], NULL), 0);
+	for (int i = 0; i <= HP_WAITERS; i++)
+		taken += w[i].taken;
+	long posts = atomic_load(&hp_posts) + HP_WAITERS + 1;
+	int left = ursa_sem_value(&hp_sem);
+	cr_assert_eq(atomic_load(&hp_bad), 0, "a post or wait failed, or errno changed");
+	cr_assert_eq(taken + left, posts, "units: %ld taken + %d left != %ld posted", taken, left,
+		     posts);
+	cr_assert_eq(ursa_sem_destroy(&hp_sem), 0, "a waiter left registered");
+	/* The races were there: posts from a handler that interrupted its
+	 * own thread inside ursa_sem_wait, and inside ursa_sem_post. */
+	cr_assert_gt(atomic_load(&hp_in_wait), 0, "no post interrupted a wait");
+	cr_assert_gt(atomic_load(&hp_in_post), 0, "no post interrupted a post");
+	cr_log_info("sem_post from handlers: %ld signals, %ld posts, %ld inside a wait, %ld inside "
+		    "a post, %ld taken",
+		    sent, (long)atomic_load(&hp_posts), (long)atomic_load(&hp_in_wait),
+		    (long)atomic_load(&hp_in_post), taken);
 }
