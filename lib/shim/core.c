@@ -105,6 +105,10 @@ __attribute__((constructor)) static void shim_init(void)
 	if (shim_stats_on)
 		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
 	pthread_atfork(NULL, NULL, shim_atfork_child);
+	/* sem_post must stay async-signal-safe also for the semaphores glibc
+	 * keeps (sem_open's): look glibc's up now, not in a signal handler
+	 * that may have interrupted the loader's lock. */
+	shim_real(REAL_SEM_POST);
 }
 
 /* One line, written with a single write(2) so that the reports of several
