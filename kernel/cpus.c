@@ -18,7 +18,8 @@
  *
  * Test hook: URSA_TEST_CPUS=N (1..4096), read by the first call of a
  * process, stands for the count, so that tests/unit/mutex.c can run the
- * many-CPU spin on a small machine.
+ * many-CPU spin on a small machine. Read with secure_getenv, as are all of
+ * ursa's environment variables: a setuid or setgid program ignores them.
  */
 #include "config.h"
 
@@ -38,7 +39,7 @@ int ursa_k_cpus(void)
 	int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (n)
 		return n;
-	const char *t = getenv("URSA_TEST_CPUS");
+	const char *t = secure_getenv("URSA_TEST_CPUS");
 	long forced = t ? strtol(t, NULL, 10) : 0;
 	if (forced > 0 && forced <= 4096) {
 		__atomic_store_n(&cached, (int)forced, __ATOMIC_RELAXED);

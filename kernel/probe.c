@@ -40,10 +40,11 @@ static int cached_state; /* 0 unknown, 2 being written (claimed), 1 valid */
 /* Test hook: URSA_TEST_PROBE_DELAY_US=N (1..999999) holds the first
  * publisher for N microseconds between claiming the cache and publishing
  * it, so tests/unit/probe.c can make callers arrive in that window. Read
- * once per process, on the publishing path only. */
+ * once per process, on the publishing path only (secure_getenv: not in a
+ * setuid or setgid program). */
 static void publish_delay(void)
 {
-	const char *s = getenv("URSA_TEST_PROBE_DELAY_US");
+	const char *s = secure_getenv("URSA_TEST_PROBE_DELAY_US");
 	long us = s ? strtol(s, NULL, 10) : 0;
 	if (us > 0 && us < 1000000) {
 		struct timespec ts = {0, us * 1000};

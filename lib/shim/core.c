@@ -100,7 +100,7 @@ static void shim_atfork_child(void)
 
 __attribute__((constructor)) static void shim_init(void)
 {
-	const char *s = getenv("URSA_SHIM_STATS");
+	const char *s = secure_getenv("URSA_SHIM_STATS");
 	shim_stats_on = s && *s && strcmp(s, "0") != 0;
 	if (shim_stats_on)
 		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 100);

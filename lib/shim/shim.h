@@ -205,7 +205,8 @@ SHIM_HIDDEN int shim_wait_a_little(uint32_t *word, unsigned *round, clockid_t cl
 
 /*
  * Call counters, on when URSA_SHIM_STATS=1 is in the environment at load
- * time; printed to stderr at exit. Off, they cost one predictable branch.
+ * time (secure_getenv: never in a setuid or setgid program); printed to
+ * stderr at exit. Off, they cost one predictable branch.
  */
 /* X(which, the name in the report), as SHIM_REALS. mutex_glibc counts
  * calls on mutexes handed to glibc; cond_bridged, waits bridged through
