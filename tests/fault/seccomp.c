@@ -65,6 +65,19 @@ static const struct nr_range uring_nrs[] = {{425, 427}};
 static const struct nr_range futex2_nrs[] = {{449, 449}, {454, 456}};
 #define NR_FUTEX_WAKE 454
 
+#ifdef NATIVE_ARCH
+/* Install the k instructions of f as this process's seccomp filter. */
+static int install_filter(struct sock_filter *f, int k)
+{
+	struct sock_fprog prog = {(unsigned short)k, f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -errno;
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		return -errno;
+	return 0;
+}
+#endif
+
 /* Make the system calls in the n ranges r fail with err; everything else
  * passes. */
 static int block_syscalls(const struct nr_range *r, int n, int err)
@@ -88,12 +101,7 @@ static int block_syscalls(const struct nr_range *r, int n, int err)
 		    BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA));
 	}
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	struct sock_fprog prog = {(unsigned short)k, f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		return -errno;
-	return 0;
+	return install_filter(f, k);
 #else
 	(void)r;
 	(void)n;
@@ -375,6 +383,25 @@ static struct ursa_op *child_reap(struct io_uring *r)
 	return NULL;
 }
 
+/* A ring lock of m, held by the caller: started, in flight. */
+static void start_lock_async(struct io_uring *ring, ursa_mutex_t *m, struct ursa_op *op)
+{
+	CHILD_CHECK(ursa_mutex_lock(m) == 0);
+	memset(op, 0, sizeof(*op));
+	CHILD_CHECK(ursa_mutex_lock_async(ring, m, op) == 0);
+}
+
+/* ... then submitted, woken by the caller's unlock, holding m; and m
+ * released again. */
+static void finish_lock_async(struct io_uring *ring, ursa_mutex_t *m, struct ursa_op *op)
+{
+	CHILD_CHECK(io_uring_submit(ring) >= 0);
+	CHILD_CHECK(ursa_mutex_unlock(m) == 0);
+	CHILD_CHECK(child_reap(ring) == op && op->res == 0);
+	CHILD_CHECK(ursa_mutex_trylock(m) == -EBUSY); /* the ring holds it */
+	CHILD_CHECK(ursa_mutex_unlock(m) == 0);
+}
+
 struct sleeper {
 	ursa_waitq_t *q;
 	uint32_t slot;
@@ -406,17 +433,11 @@ static void ring_meets_futex1(struct work *w)
 	CHILD_CHECK(io_uring_queue_init(16, &ring, 0) == 0); /* the probe made one */
 
 	/* A ring waiter woken by the unlock's futex(2) wake. */
-	CHILD_CHECK(ursa_mutex_lock(&w->m) == 0);
 	struct ursa_op op;
-	memset(&op, 0, sizeof(op));
-	CHILD_CHECK(ursa_mutex_lock_async(&ring, &w->m, &op) == 0);
+	start_lock_async(&ring, &w->m, &op);
 	CHILD_CHECK(io_uring_submit(&ring) >= 0);
 	usleep(5000); /* let the wait arm: coverage, the check holds either way */
-	CHILD_CHECK(ursa_mutex_unlock(&w->m) == 0);
-	CHILD_CHECK(child_reap(&ring) == &op);
-	CHILD_CHECK(op.res == 0);
-	CHILD_CHECK(ursa_mutex_trylock(&w->m) == -EBUSY); /* the ring holds it */
-	CHILD_CHECK(ursa_mutex_unlock(&w->m) == 0);
+	finish_lock_async(&ring, &w->m, &op);
 
 	/* Threads asleep in futex(2) woken by the ring's FUTEX_WAKEs (a wake
 	 * of two slots goes through the ring; of one, by system call). */
@@ -482,8 +503,9 @@ static void uring_refused_checks(struct work *w, int err)
 	waitq_round(w, &fake);
 }
 
-static void child_main(struct refusal c)
+static void child_main(const void *arg)
 {
+	struct refusal c = *(const struct refusal *)arg;
 	alarm(30); /* nothing may hang: SIGALRM kills the child */
 	static struct work w;
 	size_t qsz = ursa_waitq_size(2);
@@ -534,6 +556,29 @@ static void child_main(struct refusal c)
 	_exit(0);
 }
 
+/* Run fn(arg) in a fork child (fn leaves by _exit) and return its exit
+ * status; a child killed by a signal (SIGALRM: it hung) fails the test. */
+static int run_child(void (*fn)(const void *), const void *arg)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		fn(arg);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+/* A hashless_child_ring child's status: 0 passes, 77 skips. */
+static void expect_hash_child(int st)
+{
+	if (st == 77)
+		cr_skip_test("this kernel gives a new process no private futex hash to install");
+	cr_assert_eq(st, 0, "child check failed (status %d; see stderr)", st);
+}
+
 ParameterizedTestParameters(fault_seccomp, refused)
 {
 	static struct refusal cases[] = {
@@ -553,16 +598,8 @@ ParameterizedTest(struct refusal *c, fault_seccomp, refused)
 #ifndef NATIVE_ARCH
 	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
 #endif
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		child_main(*c);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
-	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
-		     WEXITSTATUS(st));
+	int st = run_child(child_main, c);
+	cr_assert_eq(st, 0, "child check failed (status %d; see stderr)", st);
 }
 
 /* ---- the private futex hash query refused --------------------------------
@@ -594,12 +631,7 @@ static int refuse_hash_query(int err)
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)err & SECCOMP_RET_DATA)),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		return -errno;
-	return 0;
+	return install_filter(f, (int)(sizeof(f) / sizeof(f[0])));
 #else
 	(void)err;
 	return -ENOTSUP;
@@ -611,31 +643,34 @@ static int hash_slots(void)
 	return prctl(T_PR_FUTEX_HASH, T_FUTEX_HASH_GET_SLOTS, 1, 0, 0);
 }
 
-/* In a fork child, single-threaded: 0 the hash was installed before the
- * wait was armed, 77 this kernel cannot tell (no private hash, or one
- * already), else the failing line. */
-static void hash_child(int err)
+/* A fork child's start when it tests the private futex hash: a ring, and
+ * exit 77 unless the process has no hash yet (a kernel without private
+ * hashes, or one made already). */
+static void hashless_child_ring(struct io_uring *ring)
 {
 	alarm(30);
-	struct io_uring ring;
-	CHILD_CHECK(io_uring_queue_init(4, &ring, 0) == 0);
+	CHILD_CHECK(io_uring_queue_init(4, ring, 0) == 0);
 	if (hash_slots() != 0)
 		_exit(77);
+}
+
+/* In a fork child, single-threaded: 0 the hash was installed before the
+ * wait was armed, 77 this kernel cannot tell, else the failing line. */
+static void hash_child(const void *arg)
+{
+	int err = *(const int *)arg;
+	struct io_uring ring;
+	hashless_child_ring(&ring);
 	CHILD_CHECK(refuse_hash_query(err) == 0);
 	CHILD_CHECK(prctl(T_PR_FUTEX_HASH, T_FUTEX_HASH_GET_SLOTS, 0, 0, 0) == -1 &&
 		    errno == err); /* the filter is in force */
 	CHILD_CHECK(hash_slots() == 0);
 	static ursa_mutex_t m;
 	CHILD_CHECK(ursa_mutex_init(&m, 0) == 0);
-	CHILD_CHECK(ursa_mutex_lock(&m) == 0);
 	struct ursa_op op;
-	memset(&op, 0, sizeof(op));
-	CHILD_CHECK(ursa_mutex_lock_async(&ring, &m, &op) == 0);
+	start_lock_async(&ring, &m, &op);
 	CHILD_CHECK(hash_slots() > 0); /* installed before the wait went in */
-	CHILD_CHECK(io_uring_submit(&ring) >= 0);
-	CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
-	CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
-	CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+	finish_lock_async(&ring, &m, &op);
 	_exit(0);
 }
 
@@ -651,18 +686,7 @@ ParameterizedTest(int *err, fault_seccomp, futex_hash_query_refused)
 	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
 #endif
 	t_require_uring_futex(false);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		hash_child(*err);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
-	if (WEXITSTATUS(st) == 77)
-		cr_skip_test("this kernel gives a new process no private futex hash to install");
-	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
-		     WEXITSTATUS(st));
+	expect_hash_child(run_child(hash_child, err));
 }
 
 /* ---- no thread for the private futex hash ---------------------------------
@@ -676,13 +700,11 @@ ParameterizedTest(int *err, fault_seccomp, futex_hash_query_refused)
  * need no hash and still work there. */
 #define NR_CLONE3 435
 
-static void nothread_child(int err)
+static void nothread_child(const void *arg)
 {
-	alarm(30);
+	int err = *(const int *)arg;
 	struct io_uring ring;
-	CHILD_CHECK(io_uring_queue_init(4, &ring, 0) == 0);
-	if (hash_slots() != 0)
-		_exit(77);
+	hashless_child_ring(&ring);
 	struct nr_range nrs[2] = {{__NR_clone, __NR_clone}, {NR_CLONE3, NR_CLONE3}};
 	CHILD_CHECK(block_syscalls(nrs, 2, err) == 0);
 	size_t qsz = ursa_waitq_size(2);
@@ -715,13 +737,8 @@ static void nothread_child(int err)
 	 * need no private hash, so no thread: their waits go in and end. */
 	static ursa_mutex_t sm;
 	CHILD_CHECK(ursa_mutex_init(&sm, URSA_SHARED) == 0);
-	CHILD_CHECK(ursa_mutex_lock(&sm) == 0);
-	memset(&op, 0, sizeof(op));
-	CHILD_CHECK(ursa_mutex_lock_async(&ring, &sm, &op) == 0);
-	CHILD_CHECK(io_uring_submit(&ring) >= 0);
-	CHILD_CHECK(ursa_mutex_unlock(&sm) == 0);
-	CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
-	CHILD_CHECK(ursa_mutex_unlock(&sm) == 0);
+	start_lock_async(&ring, &sm, &op);
+	finish_lock_async(&ring, &sm, &op);
 	static ursa_sem_t ss;
 	CHILD_CHECK(ursa_sem_init(&ss, 0, URSA_SHARED) == 0);
 	ursa_waitable_t any[1] = {{URSA_WAIT_SEM, &ss}};
@@ -747,18 +764,7 @@ ParameterizedTest(int *err, fault_seccomp, no_thread_for_futex_hash)
 	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
 #endif
 	t_require_uring_futex(false);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		nothread_child(*err);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
-	if (WEXITSTATUS(st) == 77)
-		cr_skip_test("this kernel gives a new process no private futex hash to install");
-	cr_assert_eq(WEXITSTATUS(st), 0, "child check failed (status %d; see stderr)",
-		     WEXITSTATUS(st));
+	expect_hash_child(run_child(nothread_child, err));
 }
 
 /* ---- io_uring_register refused ---------------------------------------------
@@ -770,8 +776,9 @@ ParameterizedTest(int *err, fault_seccomp, no_thread_for_futex_hash)
  * the async API must work. */
 #define NR_IO_URING_REGISTER 427
 
-static void register_child(int err)
+static void register_child(const void *arg)
 {
+	int err = *(const int *)arg;
 	alarm(30);
 	struct nr_range nrs[1] = {{NR_IO_URING_REGISTER, NR_IO_URING_REGISTER}};
 	CHILD_CHECK(block_syscalls(nrs, 1, err) == 0);
@@ -785,14 +792,9 @@ static void register_child(int err)
 		CHILD_CHECK(io_uring_queue_init(8, &ring, 0) == 0);
 		static ursa_mutex_t m;
 		CHILD_CHECK(ursa_mutex_init(&m, 0) == 0);
-		CHILD_CHECK(ursa_mutex_lock(&m) == 0);
 		struct ursa_op op;
-		memset(&op, 0, sizeof(op));
-		CHILD_CHECK(ursa_mutex_lock_async(&ring, &m, &op) == 0);
-		CHILD_CHECK(io_uring_submit(&ring) >= 0);
-		CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
-		CHILD_CHECK(child_reap(&ring) == &op && op.res == 0);
-		CHILD_CHECK(ursa_mutex_unlock(&m) == 0);
+		start_lock_async(&ring, &m, &op);
+		finish_lock_async(&ring, &m, &op);
 	}
 	_exit(100 + bits);
 }
@@ -808,20 +810,13 @@ ParameterizedTest(int *err, fault_seccomp, uring_register_refused)
 #ifndef NATIVE_ARCH
 	cr_skip_test("seccomp filter written for x86_64 and aarch64 only");
 #endif
-	fflush(NULL);
-	pid_t pid = fork(); /* before this process asks anything: no cached answer */
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		register_child(*err);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(!WIFSIGNALED(st), "child killed by signal %d (SIGALRM = hung)", WTERMSIG(st));
-	cr_assert_geq(WEXITSTATUS(st), 100, "child check failed (status %d; see stderr)",
-		      WEXITSTATUS(st));
+	/* The child before this process asks anything: no cached answer. */
+	int st = run_child(register_child, err);
+	cr_assert_geq(st, 100, "child check failed (status %d; see stderr)", st);
 	struct ursa_features f;
 	cr_assert_eq(ursa_probe(&f), 0);
 	int bits = f.uring | f.uring_futex << 1 | f.uring_futexv << 2 | f.uring_waitid << 3;
-	cr_assert_eq(WEXITSTATUS(st) - 100, bits,
+	cr_assert_eq(st - 100, bits,
 		     "without IORING_REGISTER_PROBE the probe found %#x, the kernel has %#x",
-		     WEXITSTATUS(st) - 100, bits);
+		     st - 100, bits);
 }
