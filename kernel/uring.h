@@ -55,15 +55,6 @@ static inline void ursa_k_prep_futex_wake(struct io_uring_sqe *sqe, uint32_t *ua
 	sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
 }
 
-/* Whether any word of the vector is process-private. */
-static inline bool ursa_k_waitv_private(const struct futex_waitv *v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (v[i].flags & FUTEX2_PRIVATE)
-			return true;
-	return false;
-}
-
 static inline void ursa_k_prep_futex_waitv(struct io_uring_sqe *sqe, struct futex_waitv *v,
 					   unsigned n)
 {

@@ -47,7 +47,10 @@
  * Private futex hash (Linux 6.17+): a private ring wait armed while the
  * process is single-threaded sits in the global futex table and would miss
  * wakes sent once the process has threads; every private wait is armed
- * after ursa_k_private_ring_wait_prepare() (kernel/futex.c).
+ * after ursa_k_private_ring_wait_prepare() (kernel/futex.c), which
+ * ursa__op_prepare calls before an op's first step (not for waits on
+ * process-shared words only: the objects' `shared` hooks, lib/step.h). A
+ * fork child asks again; an op is not carried across a fork.
  *
  * Threading: like liburing, a ring is used by one thread at a time; the
  * starters, ursa_handle_cqe and ursa_op_cancel run on the thread that owns
@@ -196,19 +199,14 @@ static void unpark(struct ursa_op **pp)
 /* ---- arming and finishing -------------------------------------------- */
 
 /* Queue the wait the step asked for, and its linked timeout when a deadline
- * applies (the pair goes in together). 0; -EBUSY: no SQ room even after
- * making room (ursa_k_make_room: submit, and on an SQPOLL ring wait for its
- * poller); -errno: the private futex hash could not be made. */
+ * applies (the pair goes in together). A private wait's futex hash was made
+ * sure of when the op was prepared (ursa__op_prepare). 0; -EBUSY: no SQ
+ * room even after making room (ursa_k_make_room: submit, and on an SQPOLL
+ * ring wait for its poller). */
 static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait *wt)
 {
 	struct io_uring_sqe *sqe[2];
 	unsigned n = deadline_applies(op) ? 2 : 1;
-	if ((wt->kind == URSA_ARM_WAITV && ursa_k_waitv_private(wt->addr, wt->val)) ||
-	    (wt->kind == URSA_ARM_FUTEX && !wt->shared)) {
-		int rc = ursa_k_private_ring_wait_prepare();
-		if (rc)
-			return rc;
-	}
 	if (!ursa_k_get_sqes(r, sqe, n)) {
 		int rc = ursa_k_make_room(r, n, ursa__aux_tag(URSA_AUX_FILL));
 		if (rc < 0 || !ursa_k_get_sqes(r, sqe, n)) {
