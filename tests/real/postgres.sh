@@ -65,6 +65,7 @@ rounds=${URSA_PG_ROUNDS:-3}
 runs=${URSA_PG_RUNS:-"tpcb:8 tpcb:24 N:24 S:8 S:24 S:48"}
 scale=${URSA_PG_SCALE:-5}
 perf_events=${URSA_PG_PERF:-}
+here=$(cd "$(dirname "$0")" && pwd)
 
 die() {
 	echo "postgres.sh: $*" >&2
@@ -250,26 +251,6 @@ done
 echo
 echo "== pgbench tps, $rounds rounds in alternating order; ratio = ursa / $other per round: median [min..max]"
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work/tps" "$rounds" "$runs" "$other" <<'EOF'
-import statistics, sys
-path, rounds, runs, other = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
-tps = {}
-for line in open(path):
-    label, run, v = line.split()
-    side, rnd = label.rstrip("0123456789"), int(label[len(label.rstrip("0123456789")):])
-    tps[(side, rnd, run)] = float(v)
-print(f"   {'run':<8} {other + ' tps':>10} {'ursa tps':>10}  {'ursa/' + other:<24} rounds")
-for run in runs:
-    p = [tps.get((other, i, run)) for i in range(1, rounds + 1)]
-    u = [tps.get(("ursa", i, run)) for i in range(1, rounds + 1)]
-    ok = [(a, b) for a, b in zip(p, u) if a and b]
-    if not ok:
-        print(f"   {run:<8} no result"); continue
-    r = [b / a for a, b in ok]
-    med = statistics.median
-    per = " ".join(f"{x:.2f}" for x in r)
-    print(f"   {run:<8} {med([a for a, _ in ok]):>10.0f} {med([b for _, b in ok]):>10.0f}  "
-          f"{med(r):.2f}x [{min(r):.2f}..{max(r):.2f}]{'':<8} {per}")
-EOF
+python3 "$here/ab_table.py" "$work/tps" "$rounds" "$runs" "$other"
 [ "$failures" = 0 ] || die "$failures check(s) FAILED"
 echo "== PostgreSQL on libursa-pthread: every run consistent, no errors"
