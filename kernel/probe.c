@@ -17,6 +17,11 @@
  * that lacks the probe), the operations are tried on the ring instead
  * (try_ops). Before, no answer counted as a passing one, so every async
  * starter made and tore down a ring, to answer -EOPNOTSUPP each time.
+ *
+ * futex2 and futex_waitv are read from kernel/futex.c's flags at every
+ * call, cached answer or not: a filter installed after the first use turns
+ * them to "absent" when a call meets it, and the probe says so from then on
+ * (before, it kept the answer of its first call).
  */
 #include "config.h"
 
@@ -145,6 +150,11 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 	 * is complete. */
 	if (__atomic_load_n(&cached_state, __ATOMIC_ACQUIRE) == 1) {
 		*f = cached;
+		/* The futex calls' own flags (kernel/futex.c) turn to
+		 * "absent" when a filter installed since refuses a call: say
+		 * what the blocking calls now use (a relaxed load each). */
+		f->futex2 = f->futex2 && ursa_k_have_futex2();
+		f->futex_waitv = f->futex_waitv && ursa_k_have_futex_waitv();
 		return 0;
 	}
 	/* Not published yet (unknown, or another caller is between claiming

@@ -15,8 +15,9 @@
  *     uring_futexv, uring_waitid all false) with the filter's errno; every
  *     async starter answers -EOPNOTSUPP and changes nothing; a waitq wake
  *     given a ring falls back to system calls and still wakes;
- *   - futex2 refused: ursa_probe reports neither futex2 nor futex_waitv;
- *     the blocking API sleeps and wakes through futex(2) instead, timed
+ *   - futex2 refused: ursa_probe reports neither futex2 nor futex_waitv
+ *     (when the filter came after its first answer, once the blocking
+ *     calls have met it); the blocking API sleeps and wakes through futex(2) instead, timed
  *     waits on both clocks included; wait-any says -ENOSYS; where the
  *     kernel has the io_uring futex ops (which no seccomp filter sees), a
  *     ring waiter is woken by a futex(2) wake and a thread asleep in
@@ -548,6 +549,11 @@ static void child_main(const void *arg)
 	init_work(&w, q);
 	blocking_checks(&w, c.what & NO_FUTEX2);
 	if (c.what & NO_FUTEX2) {
+		/* The blocking calls and the wait-any met the filter: the probe
+		 * says so now, whenever the filter came. */
+		struct ursa_features f;
+		CHILD_CHECK(ursa_probe(&f) == 0);
+		CHILD_CHECK(!f.futex2 && !f.futex_waitv);
 		timed_checks(&w);
 		if (!(c.what & NO_URING))
 			ring_meets_futex1(&w);
