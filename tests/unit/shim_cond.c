@@ -8,14 +8,14 @@
 
 TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
 
-enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL };
+enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL, M_SHARED_RECURSIVE };
 
 static void init_mutex_shared(pthread_mutex_t *m, enum mkind k, int pshared)
 {
 	pthread_mutexattr_t a;
 	cr_assert_eq(pthread_mutexattr_init(&a), 0);
 	pthread_mutexattr_setpshared(&a, pshared);
-	if (k == M_RECURSIVE)
+	if (k == M_RECURSIVE || k == M_SHARED_RECURSIVE)
 		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	if (k == M_ERRORCHECK)
 		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
@@ -30,7 +30,8 @@ static void init_mutex_shared(pthread_mutex_t *m, enum mkind k, int pshared)
 static void init_mutex(pthread_mutex_t *m, enum mkind k)
 {
 	init_mutex_shared(m, k,
-			  k == M_SHARED_NORMAL ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE);
+			  k == M_SHARED_NORMAL || k == M_SHARED_RECURSIVE ? PTHREAD_PROCESS_SHARED
+									  : PTHREAD_PROCESS_PRIVATE);
 }
 
 /* Lock m once *count (guarded by m) has reached n; returns holding m. */
@@ -335,6 +336,32 @@ Test(shim_cond, bad_arguments)
 	ts = t_deadline(CLOCK_REALTIME, 1);
 	cr_assert_eq(pthread_cond_timedwait(&c, &m, &ts), ETIMEDOUT);
 	pthread_mutex_unlock(&m);
+}
+
+/* The same through the bridge (a mutex of glibc's, or of the other
+ * privacy): a mutex the caller does not hold is EPERM, and the condvar is
+ * left as it was (no waiter counted: it can be destroyed). */
+Test(shim_cond, bad_arguments_bridged)
+{
+	enum mkind kinds[] = {M_ROBUST, M_SHARED_RECURSIVE};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		pthread_cond_t c;
+		pthread_mutex_t m;
+		cr_assert_eq(pthread_cond_init(&c, NULL), 0);
+		init_mutex(&m, kinds[i]);
+		cr_assert_eq(pthread_cond_wait(&c, &m), EPERM, "kind %d", kinds[i]);
+		struct timespec ts = t_deadline(CLOCK_REALTIME, 1);
+		cr_assert_eq(pthread_cond_timedwait(&c, &m, &ts), EPERM, "kind %d", kinds[i]);
+		/* Held, it waits and times out as usual. */
+		cr_assert_eq(pthread_mutex_lock(&m), 0);
+		ts = t_deadline(CLOCK_REALTIME, 1);
+		cr_assert_eq(pthread_cond_timedwait(&c, &m, &ts), ETIMEDOUT, "kind %d", kinds[i]);
+		cr_assert_eq(pthread_mutex_unlock(&m), 0);
+		cr_assert_eq(pthread_mutex_unlock(&m), EPERM, "kind %d: held once, released once",
+			     kinds[i]);
+		cr_assert_eq(pthread_cond_destroy(&c), 0, "kind %d: a waiter left counted", kinds[i]);
+		cr_assert_eq(pthread_mutex_destroy(&m), 0);
+	}
 }
 
 /* --------------------------------------------------- recursive release */
@@ -694,6 +721,14 @@ Test(shim_cond, cancel_asleep_recursive_mutex)
 Test(shim_cond, cancel_asleep_bridged)
 {
 	run_cancel_asleep(M_ROBUST, false);
+}
+
+/* Bridged with one of the shim's own mutexes (a process-shared one under
+ * a private condvar): the cleanup re-takes it the shim's way, recursion
+ * level and owner included. */
+Test(shim_cond, cancel_asleep_bridged_shared_recursive)
+{
+	run_cancel_asleep(M_SHARED_RECURSIVE, true);
 }
 
 /* A signal that lands just before the cancel may wake the waiter that is
