@@ -1,6 +1,7 @@
 # Real programs under LD_PRELOAD of the pthread shim (pigz, zstd -T2, a
 # condvar-heavy program; PostgreSQL's server with pgbench; MariaDB's with
-# sysbench): minutes, so part of `make stress`, not of make check.
+# sysbench and its own test suite): minutes, so part of `make stress`, not
+# of make check.
 # (make stress runs them: tests/stress/local.mk.)
 if ENABLE_SHIM
 shim-real: lib/shim/libursa-pthread.la
@@ -12,6 +13,11 @@ shim-postgres: lib/shim/libursa-pthread.la
 shim-mariadb: lib/shim/libursa-pthread.la
 	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
 		bash $(top_srcdir)/tests/real/mariadb.sh
+# MariaDB's own test suite (innodb, and main's lock/kill/flush tests) with
+# the servers under test on the shim.
+shim-mariadb-mtr: lib/shim/libursa-pthread.la
+	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
+		bash $(top_srcdir)/tests/real/mariadb-mtr.sh
 # The same programs (shorter) in a sandbox that refuses the futex2 calls
 # with EPERM, as podman's default seccomp profile did until Podman 6
 # (tests/real/filtered.c): the shim must fall back to futex(2) unseen.
@@ -29,4 +35,4 @@ EXTRA_PROGRAMS += tests/real/filtered
 tests_real_filtered_LDADD =
 CLEANFILES += tests/real/filtered
 EXTRA_DIST += tests/real/run.sh tests/real/gen.py tests/real/condqueue.py tests/real/postgres.sh \
-	tests/real/mariadb.sh tests/real/xfer.lua tests/real/ab_table.py
+	tests/real/mariadb.sh tests/real/mariadb-mtr.sh tests/real/xfer.lua tests/real/ab_table.py

@@ -9,7 +9,7 @@ tests_stress_stress_LDADD = $(TEST_PLAIN_LDADD)
 CLEANFILES += $(STRESS_TESTS)
 # Then the real programs on the pthread shim (tests/real/local.mk).
 if ENABLE_SHIM
-STRESS_REAL = shim-real shim-postgres shim-mariadb shim-real-filtered
+STRESS_REAL = shim-real shim-postgres shim-mariadb shim-mariadb-mtr shim-real-filtered
 endif
 stress: $(STRESS_TESTS) $(STRESS_REAL)
 	@set -e; for t in $(STRESS_TESTS); do echo "== $$t"; ./$$t $(STRESS_ARGS); done
