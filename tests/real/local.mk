@@ -13,8 +13,8 @@ shim-postgres: lib/shim/libursa-pthread.la
 shim-mariadb: lib/shim/libursa-pthread.la
 	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
 		bash $(top_srcdir)/tests/real/mariadb.sh
-# MariaDB's own test suite (innodb, and main's lock/kill/flush tests) with
-# the servers under test on the shim.
+# MariaDB's own test suites (main, innodb) with the servers under test on
+# the shim.
 shim-mariadb-mtr: lib/shim/libursa-pthread.la
 	URSA_SHIM=$(abs_top_builddir)/lib/shim/.libs/libursa-pthread.so \
 		bash $(top_srcdir)/tests/real/mariadb-mtr.sh

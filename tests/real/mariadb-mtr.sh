@@ -14,16 +14,15 @@
 #   URSA_SHIM=path/to/libursa-pthread.so tests/real/mariadb-mtr.sh
 #   (make shim-mariadb-mtr does this)
 #
-# URSA_MTR_SUITES (default "innodb"), URSA_MTR_TESTS (default: the main
-# suite's tests of locks, kills, flushes, deadlocks, commits, events and
-# handlers, as a --do-test pattern; empty: none of main), URSA_MTR_PARALLEL
-# (default 4). About 7 minutes with the defaults on 2 cores. Needs root
-# (to install mariadb-test when missing; the test servers run as root).
+# URSA_MTR_SUITES (default "main innodb"), URSA_MTR_DO_TEST (a --do-test
+# pattern to run only some of them; default all), URSA_MTR_PARALLEL (default
+# 4). About 14 minutes with the defaults on 2 cores. Needs root (to install
+# mariadb-test when missing; the test servers run as root).
 set -euo pipefail
 
 shim=${URSA_SHIM:-}
-suites=${URSA_MTR_SUITES-innodb}
-tests=${URSA_MTR_TESTS-'^(lock|kill|flush|deadlock|commit|events|handler|innodb_mysql_lock|mdl)'}
+suites=${URSA_MTR_SUITES:-main innodb}
+do_test=${URSA_MTR_DO_TEST:-}
 par=${URSA_MTR_PARALLEL:-4}
 
 die() {
@@ -75,24 +74,16 @@ failed() {
 	sed -n 's/^\([a-z_0-9]*\.[^ ]*\) .*\[ fail \].*/\1/p' "$1" | sed 's/ .*//' | sort -u
 }
 
-echo "== MariaDB's tests, the servers on the shim: suites '$suites', main '$tests'; $(nproc) cores"
-sets=()
-[ -n "$suites" ] && sets+=("suites:--suite=${suites// /,}")
-[ -n "$tests" ] && sets+=("main:--suite=main --do-test=$tests")
-[ "${#sets[@]}" -gt 0 ] || die "nothing to run (URSA_MTR_SUITES and URSA_MTR_TESTS both empty)"
-: >"$work/failed"
-passed=0
-for s in "${sets[@]}"; do
-	name=${s%%:*}
-	read -ra args <<<"${s#*:}"
-	echo "== $name: ${args[*]}"
-	run "$name" "$shim" "${args[@]}"
-	grep -q "ursa-pthread\[" -r "$work/var-$name" --include='mysqld*.err' ||
-		die "$name: no server reported the shim's counters: the shim was not loaded"
-	passed=$((passed + $(grep -c '\[ pass \]' "$work/$name.log" || true)))
-	failed "$work/$name.log" >>"$work/failed"
-done
+args=(--suite="${suites// /,}")
+[ -n "$do_test" ] && args+=(--do-test="$do_test")
+echo "== MariaDB's tests, the servers on the shim: ${args[*]}; $(nproc) cores"
+run shim "$shim" "${args[@]}"
+grep -q "ursa-pthread\[" -r "$work/var-shim" --include='mysqld*.err' ||
+	die "no server reported the shim's counters: the shim was not loaded"
+passed=$(grep -c '\[ pass \]' "$work/shim.log" || true)
+[ "${passed:-0}" -gt 0 ] || { tail -n 30 "$work/shim.log"; die "no test passed"; }
 echo "   $passed test runs passed with the shim"
+failed "$work/shim.log" >"$work/failed"
 
 shim_only=()
 if [ -s "$work/failed" ]; then
@@ -106,7 +97,7 @@ if [ -s "$work/failed" ]; then
 		else
 			shim_only+=("$t")
 			echo "   $t: FAILS ONLY WITH THE SHIM"
-			grep -A30 "^$t .*\[ fail \]" "$work"/suites.log "$work"/main.log 2>/dev/null | head -40 || true
+			grep -A30 "^$t .*\[ fail \]" "$work/shim.log" | head -40 || true
 		fi
 	done
 fi
