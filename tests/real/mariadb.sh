@@ -49,7 +49,10 @@
 # the shim instead; the ratio is then ursa / base.
 # URSA_MDB_SECONDS (default 8), URSA_MDB_ROUNDS (default 3), URSA_MDB_RUNS
 # (default "rw:16 ps:32 upd:32 xfer:32"; MODE:CLIENTS, MODE rw, ps, upd or
-# xfer), URSA_MDB_ROWS (rows per sbtest table, 4 tables; default 50000).
+# xfer), URSA_MDB_ROWS (rows per sbtest table, 4 tables; default 50000),
+# URSA_MDB_SERVER_OPTS (more mariadbd options, e.g.
+# "--thread-handling=pool-of-threads": MariaDB's thread pool, whose
+# workers sleep on condvars between requests).
 # About 6 minutes with the defaults. Needs root (to install mariadb-server
 # and sysbench when missing, and to run the server as the user mysql).
 set -euo pipefail
@@ -60,6 +63,7 @@ secs=${URSA_MDB_SECONDS:-8}
 rounds=${URSA_MDB_ROUNDS:-3}
 runs=${URSA_MDB_RUNS:-"rw:16 ps:32 upd:32 xfer:32"}
 rows=${URSA_MDB_ROWS:-50000}
+read -ra server_opts <<<"${URSA_MDB_SERVER_OPTS:-}"
 here=$(cd "$(dirname "$0")" && pwd)
 
 die() {
@@ -166,7 +170,7 @@ lifetime() {
 	"${env[@]}" runuser -u mysql -- /usr/sbin/mariadbd --no-defaults --datadir="$data" \
 		--socket="$sock" --skip-networking --pid-file="$pidf" --log-error="$log" \
 		--skip-log-bin --max-connections=$((maxc + 10)) --innodb-buffer-pool-size=512M \
-		--innodb-log-file-size=512M --innodb-flush-log-at-trx-commit=1 >>"$log" 2>&1 &
+		--innodb-log-file-size=512M --innodb-flush-log-at-trx-commit=1 "${server_opts[@]}" >>"$log" 2>&1 &
 	server_pid=$!
 	local i
 	for ((i = 0; i < 300; i++)); do
@@ -246,6 +250,7 @@ lifetime() {
 }
 
 echo "== sysbench, 4 tables x $rows rows and 16 hot accounts, --time $secs, runs: $runs; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "${#server_opts[@]}" = 0 ] || echo "== mariadbd ${server_opts[*]}"
 echo "== check lifetime (untimed figures): the ursa server with the shim's counters on"
 lifetime check ursa 1 2
 : >"$work/tps"
