@@ -17,12 +17,13 @@
  *     given a ring falls back to system calls and still wakes;
  *   - futex2 refused: ursa_probe reports neither futex2 nor futex_waitv
  *     (when the filter came after its first answer, once the blocking
- *     calls have met it); the blocking API sleeps and wakes through futex(2) instead, timed
- *     waits on both clocks included; wait-any says -ENOSYS; where the
- *     kernel has the io_uring futex ops (which no seccomp filter sees), a
- *     ring waiter is woken by a futex(2) wake and a thread asleep in
- *     futex(2) by a ring's FUTEX_WAKE; also when the filter comes after
- *     the library has used futex2 (a sandbox that filters itself late);
+ *     calls have met it); the blocking API sleeps and wakes through
+ *     futex(2) instead, timed waits on both clocks included; wait-any
+ *     says -ENOSYS; where the kernel has the io_uring futex ops (which no
+ *     seccomp filter sees), a ring waiter is woken by a futex(2) wake and
+ *     a thread asleep in futex(2) by a ring's FUTEX_WAKE; also when the
+ *     filter comes after the library has used futex2 (a sandbox that
+ *     filters itself late);
  *   - in every case the blocking API passes a quick contended check
  *     (mutual exclusion, units conserved, waiters released) on every
  *     primitive;

@@ -8,7 +8,15 @@
 
 TestSuite(shim_cond, .timeout = 60, .init = shim_t_require);
 
-enum mkind { M_NORMAL, M_RECURSIVE, M_ERRORCHECK, M_ROBUST, M_PI, M_SHARED_NORMAL, M_SHARED_RECURSIVE };
+enum mkind {
+	M_NORMAL,
+	M_RECURSIVE,
+	M_ERRORCHECK,
+	M_ROBUST,
+	M_PI,
+	M_SHARED_NORMAL,
+	M_SHARED_RECURSIVE
+};
 
 static void init_mutex_shared(pthread_mutex_t *m, enum mkind k, int pshared)
 {
@@ -30,8 +38,9 @@ static void init_mutex_shared(pthread_mutex_t *m, enum mkind k, int pshared)
 static void init_mutex(pthread_mutex_t *m, enum mkind k)
 {
 	init_mutex_shared(m, k,
-			  k == M_SHARED_NORMAL || k == M_SHARED_RECURSIVE ? PTHREAD_PROCESS_SHARED
-									  : PTHREAD_PROCESS_PRIVATE);
+			  k == M_SHARED_NORMAL || k == M_SHARED_RECURSIVE
+			      ? PTHREAD_PROCESS_SHARED
+			      : PTHREAD_PROCESS_PRIVATE);
 }
 
 /* Lock m once *count (guarded by m) has reached n; returns holding m. */
@@ -359,7 +368,8 @@ Test(shim_cond, bad_arguments_bridged)
 		cr_assert_eq(pthread_mutex_unlock(&m), 0);
 		cr_assert_eq(pthread_mutex_unlock(&m), EPERM, "kind %d: held once, released once",
 			     kinds[i]);
-		cr_assert_eq(pthread_cond_destroy(&c), 0, "kind %d: a waiter left counted", kinds[i]);
+		cr_assert_eq(pthread_cond_destroy(&c), 0, "kind %d: a waiter left counted",
+			     kinds[i]);
 		cr_assert_eq(pthread_mutex_destroy(&m), 0);
 	}
 }
