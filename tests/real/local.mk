@@ -35,4 +35,5 @@ EXTRA_PROGRAMS += tests/real/filtered
 tests_real_filtered_LDADD =
 CLEANFILES += tests/real/filtered
 EXTRA_DIST += tests/real/run.sh tests/real/gen.py tests/real/condqueue.py tests/real/postgres.sh \
-	tests/real/mariadb.sh tests/real/mariadb-mtr.sh tests/real/xfer.lua tests/real/ab_table.py
+	tests/real/mariadb.sh tests/real/mariadb-mtr.sh tests/real/xfer.lua tests/real/ab_table.py \
+	tests/real/common.sh

@@ -29,33 +29,23 @@ die() {
 	echo "mariadb-mtr.sh: $*" >&2
 	exit 1
 }
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/real/common.sh
+. "$here/common.sh"
 
 [ -n "$shim" ] && [ -f "$shim" ] || die "set URSA_SHIM to libursa-pthread.so (got '$shim')"
 [ "$(id -u)" = 0 ] || die "run as root"
 [[ $par =~ ^[1-9][0-9]*$ ]] || die "URSA_MTR_PARALLEL: bad count '$par'"
 mtr=/usr/share/mysql/mysql-test/mariadb-test-run
 if [ ! -x "$mtr" ]; then
-	echo "== installing mariadb-test"
-	export DEBIAN_FRONTEND=noninteractive
-	policy=
-	if [ ! -e /usr/sbin/policy-rc.d ]; then
-		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-		chmod 755 /usr/sbin/policy-rc.d
-		policy=/usr/sbin/policy-rc.d
-	fi
-	ok=1
-	apt-get install -y -q mariadb-test >/dev/null ||
-		{ apt-get update -q >/dev/null && apt-get install -y -q mariadb-test >/dev/null; } || ok=0
-	[ -n "$policy" ] && rm -f "$policy"
-	[ "$ok" = 1 ] || die "could not install mariadb-test"
+	install_packages mariadb-test
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ursa-mtr.XXXXXX")
 work=$(cd "$work" && pwd -P)
 trap 'rm -rf "$work"' EXIT
-cp "$shim" "$work/libursa-pthread.so"
-chmod 755 "$work" "$work/libursa-pthread.so"
-shim="$work/libursa-pthread.so"
+chmod 755 "$work"
+copy_shims "$work"
 
 # run NAME PRELOAD ARGS...: one mariadb-test-run; its log in $work/NAME.log.
 run() {

@@ -70,52 +70,26 @@ die() {
 	echo "mariadb.sh: $*" >&2
 	exit 1
 }
+# shellcheck source=tests/real/common.sh
+. "$here/common.sh"
 
 [ -n "$shim" ] && [ -f "$shim" ] || die "set URSA_SHIM to libursa-pthread.so (got '$shim')"
 [ -z "$base_shim" ] || [ -f "$base_shim" ] || die "URSA_SHIM_BASE: no such file '$base_shim'"
 [ "$(id -u)" = 0 ] || die "run as root (the server runs as the user mysql)"
 other=plain
 [ -n "$base_shim" ] && other=base
-maxc=0
-for r in $runs; do
-	m=${r%%:*} c=${r#*:}
-	case $m in rw | ps | upd | xfer) ;; *) die "URSA_MDB_RUNS: unknown mode '$m' in '$r' (rw, ps, upd, xfer)" ;; esac
-	[[ $c =~ ^[1-9][0-9]*$ ]] || die "URSA_MDB_RUNS: bad client count in '$r'"
-	[ "$c" -gt "$maxc" ] && maxc=$c
-done
+check_runs URSA_MDB_RUNS "$runs" rw ps upd xfer
 [[ $rows =~ ^[1-9][0-9]*$ ]] || die "URSA_MDB_ROWS: bad row count '$rows'"
 
 if ! [ -x /usr/sbin/mariadbd ] || ! command -v sysbench >/dev/null || ! command -v mariadb-install-db >/dev/null; then
-	echo "== installing mariadb-server and sysbench"
-	export DEBIAN_FRONTEND=noninteractive
-	# The package would start its own server: keep the init scripts from
-	# starting anything while it installs (policy-rc.d, removed after).
-	policy=
-	if [ ! -e /usr/sbin/policy-rc.d ]; then
-		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-		chmod 755 /usr/sbin/policy-rc.d
-		policy=/usr/sbin/policy-rc.d
-	fi
-	ok=1
-	apt-get install -y -q mariadb-server sysbench >/dev/null ||
-		{ apt-get update -q >/dev/null && apt-get install -y -q mariadb-server sysbench >/dev/null; } || ok=0
-	[ -n "$policy" ] && rm -f "$policy"
-	[ "$ok" = 1 ] || die "could not install mariadb-server and sysbench"
+	install_packages mariadb-server sysbench
 fi
 id mysql >/dev/null 2>&1 || die "no user mysql (the mariadb-server package makes it)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ursa-mdb.XXXXXX")
 work=$(cd "$work" && pwd -P) # as /proc/PID/maps will name the shims in it
 chmod 711 "$work"
-cp "$shim" "$work/libursa-pthread.so"
-chmod 755 "$work/libursa-pthread.so"
-shim="$work/libursa-pthread.so"
-if [ -n "$base_shim" ]; then
-	mkdir "$work/base"
-	cp "$base_shim" "$work/base/libursa-pthread.so"
-	chmod 755 "$work/base" "$work/base/libursa-pthread.so"
-	base_shim="$work/base/libursa-pthread.so"
-fi
+copy_shims "$work"
 mkdir "$work/srv"
 chown mysql "$work/srv"
 chmod 700 "$work/srv"
@@ -151,23 +125,14 @@ runuser -u mysql -- mariadb-install-db --no-defaults --datadir="$data" \
 sql() { mariadb --no-defaults -S "$sock" -u root -N -B "$@"; }
 sb() { sysbench --db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest "$@"; }
 
-failures=0
-fail() {
-	echo "   FAILED: $*"
-	failures=$((failures + 1))
-}
-
 # lifetime LABEL SIDE STATS SECS: one server lifetime (SIDE plain, base or
 # ursa); appends "LABEL RUN TPS" lines to $work/tps.
 lifetime() {
 	local label=$1 side=$2 stats=$3 t=$4
 	local log="$work/$label.err"
-	local env=(env)
-	[ "$side" = ursa ] && env+=(LD_PRELOAD="$shim")
-	[ "$side" = base ] && env+=(LD_PRELOAD="$base_shim")
-	[ "$stats" = 1 ] && env+=(URSA_SHIM_STATS=1)
+	side_env "$side" "$stats"
 	rm -f "$sock" "$pidf"
-	"${env[@]}" runuser -u mysql -- /usr/sbin/mariadbd --no-defaults --datadir="$data" \
+	"${side_env[@]}" runuser -u mysql -- /usr/sbin/mariadbd --no-defaults --datadir="$data" \
 		--socket="$sock" --skip-networking --pid-file="$pidf" --log-error="$log" \
 		--skip-log-bin --max-connections=$((maxc + 10)) --innodb-buffer-pool-size=512M \
 		--innodb-log-file-size=512M --innodb-flush-log-at-trx-commit=1 "${server_opts[@]}" >>"$log" 2>&1 &
@@ -183,13 +148,7 @@ lifetime() {
 	local pid
 	pid=$(cat "$pidf")
 	server_pid=$pid
-	if [ "$side" = ursa ]; then
-		grep -qF "$shim" "/proc/$pid/maps" || die "$label: the shim is not mapped into the server"
-	elif [ "$side" = base ]; then
-		grep -qF "$base_shim" "/proc/$pid/maps" || die "$label: the base shim is not mapped into the server"
-	elif grep -q libursa-pthread "/proc/$pid/maps"; then
-		die "$label: the shim is mapped into the plain server"
-	fi
+	check_mapped "$label" "$side" "$pid"
 	sql -e "drop database if exists sbtest; create database sbtest"
 	sb --tables=4 --table-size="$rows" oltp_read_write prepare >"$work/$label.prep" 2>&1 ||
 		{ cat "$work/$label.prep"; die "$label: sysbench prepare failed"; }

@@ -71,27 +71,19 @@ die() {
 	echo "postgres.sh: $*" >&2
 	exit 1
 }
+# shellcheck source=tests/real/common.sh
+. "$here/common.sh"
 
 [ -n "$shim" ] && [ -f "$shim" ] || die "set URSA_SHIM to libursa-pthread.so (got '$shim')"
 [ -z "$base_shim" ] || [ -f "$base_shim" ] || die "URSA_SHIM_BASE: no such file '$base_shim'"
 other=plain
 [ -n "$base_shim" ] && other=base
-maxc=0
-for r in $runs; do
-	m=${r%%:*} c=${r#*:}
-	case $m in tpcb | N | S) ;; *) die "URSA_PG_RUNS: unknown mode '$m' in '$r' (tpcb, N, S)" ;; esac
-	[[ $c =~ ^[1-9][0-9]*$ ]] || die "URSA_PG_RUNS: bad client count in '$r'"
-	[ "$c" -gt "$maxc" ] && maxc=$c
-done
+check_runs URSA_PG_RUNS "$runs" tpcb N S
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$pgbin" ] || [ ! -x "$pgbin/pgbench" ]; then
 	[ "$(id -u)" = 0 ] || die "PostgreSQL missing: apt-get install postgresql postgresql-contrib"
-	echo "== installing PostgreSQL"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -q postgresql postgresql-contrib >/dev/null ||
-		{ apt-get update -q >/dev/null && apt-get install -y -q postgresql postgresql-contrib >/dev/null; } ||
-		die "could not install postgresql"
+	install_packages postgresql postgresql-contrib
 	pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 fi
 
@@ -108,16 +100,7 @@ else
 	as_user() { "$@"; }
 fi
 chmod 700 "$work"
-# A copy the server's user can surely read, whatever the build tree's modes.
-cp "$shim" "$work/libursa-pthread.so"
-chmod 755 "$work/libursa-pthread.so"
-shim="$work/libursa-pthread.so"
-if [ -n "$base_shim" ]; then
-	mkdir "$work/base"
-	cp "$base_shim" "$work/base/libursa-pthread.so"
-	chmod 755 "$work/base" "$work/base/libursa-pthread.so"
-	base_shim="$work/base/libursa-pthread.so"
-fi
+copy_shims "$work"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data="$work/data"
@@ -141,34 +124,19 @@ sums() {
 		(select coalesce(sum(delta), 0) from pgbench_history), (select count(*) from pgbench_history)"
 }
 
-failures=0
-fail() {
-	echo "   FAILED: $*"
-	failures=$((failures + 1))
-}
-
 # lifetime LABEL SIDE STATS SECS: one server lifetime (SIDE plain, base or
 # ursa);
 # appends "LABEL RUN TPS" lines to $work/tps.
 lifetime() {
 	local label=$1 side=$2 stats=$3 t=$4
 	local log="$work/$label.log"
-	local env=(env)
-	[ "$side" = ursa ] && env+=(LD_PRELOAD="$shim")
-	[ "$side" = base ] && env+=(LD_PRELOAD="$base_shim")
-	[ "$stats" = 1 ] && env+=(URSA_SHIM_STATS=1)
-	as_user "${env[@]}" "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
+	side_env "$side" "$stats"
+	as_user "${side_env[@]}" "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
 		-o "-p $port -k $work -c listen_addresses=127.0.0.1 -c max_connections=$((maxc + 10)) -c shared_buffers=128MB -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB -c checkpoint_timeout=30min" \
 		start >/dev/null || { cat "$log"; die "$label: server did not start"; }
 	local pid
 	pid=$(head -n 1 "$data/postmaster.pid")
-	if [ "$side" = ursa ]; then
-		grep -qF "$shim" "/proc/$pid/maps" || die "$label: the shim is not mapped into the postmaster"
-	elif [ "$side" = base ]; then
-		grep -qF "$base_shim" "/proc/$pid/maps" || die "$label: the base shim is not mapped into the postmaster"
-	elif grep -q libursa-pthread "/proc/$pid/maps"; then
-		die "$label: the shim is mapped into the plain server"
-	fi
+	check_mapped "$label" "$side" "$pid"
 	psql -c "set client_min_messages = warning" -c "drop database if exists bench" -d postgres
 	psql -c "create database bench" -d postgres
 	pgbench -i -q -s "$scale" bench >"$work/$label.init" 2>&1 ||
