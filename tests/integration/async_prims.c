@@ -10,6 +10,8 @@
 #include <liburing.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 TestSuite(async_prims, .timeout = 60);
@@ -474,5 +476,151 @@ Test(async_prims, waitid_child_exit_with_a_lock_in_the_same_ring)
 	cr_assert_eq(reap(&r), &lop);
 	cr_assert_eq(lop.res, 0);
 	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
+/* The waitid cases below need IORING_OP_WAITID and a child that stays
+ * alive until the test lets it go: it exits with status 5 once the pipe's
+ * write end closes (the test's close, or the test's death). */
+static void require_waitid(void)
+{
+	struct ursa_features f;
+	ursa_probe(&f);
+	if (!f.uring_waitid)
+		cr_skip_test("kernel lacks IORING_OP_WAITID (needs Linux 6.7+)");
+}
+
+static pid_t held_child(int *release_fd)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		t_die_with_parent();
+		close(fds[1]);
+		char c;
+		while (read(fds[0], &c, 1) > 0)
+			;
+		_exit(5);
+	}
+	close(fds[0]);
+	*release_fd = fds[1];
+	return pid;
+}
+
+/* Let the child go and reap it here: a cancelled or timed-out waitid must
+ * have left its exit to be collected. */
+static void release_and_collect(int fd, pid_t pid)
+{
+	close(fd);
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid, "the child's exit was consumed: %m");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 5, "status %#x", st);
+}
+
+Test(async_prims, waitid_bad_input_and_in_flight)
+{
+	require_waitid();
+	struct io_uring r;
+	ring_init(&r);
+	siginfo_t si;
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_waitid_async(NULL, P_ALL, 0, &si, WEXITED, &op), -EINVAL);
+	cr_assert_eq(ursa_waitid_async(&r, P_ALL, 0, NULL, WEXITED, &op), -EINVAL);
+	cr_assert_eq(ursa_waitid_async(&r, P_ALL, 0, &si, WEXITED, NULL), -EINVAL);
+	cr_assert_eq(io_uring_sq_ready(&r), 0, "a refused start queued something");
+	int fd;
+	pid_t pid = held_child(&fd);
+	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
+	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), -EINVAL,
+		     "an op in flight started again");
+	cr_assert_eq(io_uring_sq_ready(&r), 1);
+	/* The one in flight still completes, once. */
+	close(fd);
+	cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(si.si_pid, pid);
+	cr_assert_eq(si.si_code, CLD_EXITED);
+	cr_assert_eq(si.si_status, 5);
+	cr_assert_eq(t_drain(&r, 20), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async_prims, waitid_errors_come_as_the_result)
+{
+	require_waitid();
+	struct io_uring r;
+	ring_init(&r);
+	siginfo_t si;
+	struct ursa_op op = URSA_OP_INIT;
+	/* Not our child: waitid's own -ECHILD, through the CQE. */
+	int rc = ursa_waitid_async(&r, P_PID, 1, &si, WEXITED, &op);
+	cr_assert(rc == 0 || rc == 1, "starter: %d", rc);
+	if (rc == 0)
+		cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, -ECHILD);
+	/* No state asked for (none of WEXITED, WSTOPPED, WCONTINUED). */
+	memset(&op, 0, sizeof(op));
+	rc = ursa_waitid_async(&r, P_ALL, 0, &si, 0, &op);
+	cr_assert(rc == 0 || rc == 1, "starter: %d", rc);
+	if (rc == 0)
+		cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, -EINVAL);
+	cr_assert_eq(t_drain(&r, 20), 0);
+	io_uring_queue_exit(&r);
+}
+
+Test(async_prims, waitid_cancel_leaves_the_child_to_reap)
+{
+	require_waitid();
+	struct io_uring r;
+	ring_init(&r);
+	int fd;
+	pid_t pid = held_child(&fd);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	struct ursa_op op = URSA_OP_INIT;
+	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
+	cr_assert_geq(io_uring_submit(&r), 1);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
+	cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, -ECANCELED);
+	cr_assert_eq(ursa_op_cancel(&r, &op), 0, "cancel after finish is harmless");
+	cr_assert_eq(t_drain(&r, 20), 0);
+	release_and_collect(fd, pid);
+	io_uring_queue_exit(&r);
+}
+
+Test(async_prims, waitid_deadline_both_clocks)
+{
+	require_waitid();
+	static const clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+	struct io_uring r;
+	ring_init(&r);
+	for (int i = 0; i < 2; i++) {
+		int fd;
+		pid_t pid = held_child(&fd);
+		siginfo_t si;
+		struct ursa_op op = URSA_OP_INIT;
+		/* Already past: finished in the starter, nothing queued. */
+		struct timespec dl = t_deadline(clocks[i], -5);
+		cr_assert_eq(ursa_op_set_deadline(&op, clocks[i], &dl), 0);
+		cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 1);
+		cr_assert_eq(op.res, -ETIMEDOUT);
+		cr_assert_eq(io_uring_sq_ready(&r), 0);
+		/* 30 ms ahead: ends -ETIMEDOUT, not before the deadline. */
+		dl = t_deadline(clocks[i], 30);
+		cr_assert_eq(ursa_op_set_deadline(&op, clocks[i], &dl), 0);
+		cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
+		cr_assert_eq(reap(&r), &op);
+		cr_assert_eq(op.res, -ETIMEDOUT);
+		struct timespec now;
+		clock_gettime(clocks[i], &now);
+		cr_assert(now.tv_sec > dl.tv_sec ||
+			  (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec));
+		cr_assert_eq(t_drain(&r, 20), 0, "the timeout's own CQE reached the application");
+		release_and_collect(fd, pid);
+	}
 	io_uring_queue_exit(&r);
 }

@@ -208,6 +208,30 @@ Test(async, deadline_already_past)
 	io_uring_queue_exit(&r);
 }
 
+Test(async, deadline_cleared_with_null)
+{
+	struct io_uring r;
+	ursa_mutex_t m;
+	ring_and_mutex(&r, 8, &m, true);
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec past = t_deadline(CLOCK_MONOTONIC, -5);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &past), 0);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, NULL), 0);
+	/* No deadline now: the op waits (no linked timeout queued)... */
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &op), 0);
+	cr_assert_eq(io_uring_sq_ready(&r), 1, "a linked timeout was queued");
+	/* ...and in flight its deadline cannot be changed. */
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, NULL), -EINVAL);
+	cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &past), -EINVAL);
+	cr_assert_eq(t_drain(&r, 20), 0, "the op finished while the mutex was held");
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(t_reap(&r, NULL, 5000), &op);
+	cr_assert_eq(op.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&m), 0);
+	io_uring_queue_exit(&r);
+}
+
 Test(async, deadline_times_out_once_both_clocks)
 {
 	struct io_uring r;
