@@ -63,6 +63,14 @@ void t_die_with_parent(void);
  * WAITV when want_waitv). Prints the probe's reason. */
 void t_require_uring_futex(bool want_waitv);
 
+/* Skip the current test unless the kernel offers futex_waitv, which the
+ * blocking ursa_wait_any needs (Linux 5.16+, and no seccomp filter that
+ * refuses it: podman's default profile did). ursa_wait_any's -ENOSYS
+ * there is checked by wait_any/bad_input and tests/fault/seccomp.c. */
+void t_require_futex_waitv(void);
+/* Whether it does (the probe's answer). */
+bool t_have_futex_waitv(void);
+
 /* Ring setups. Every ring a suite creates goes through t_ring_init*, which
  * adds the setup named by URSA_TEST_RING_SETUP — "default" (none, the
  * default), "sqpoll" (IORING_SETUP_SQPOLL), "coop" (COOP_TASKRUN) or
@@ -75,7 +83,8 @@ const char *t_ring_setup_name(void);
 unsigned t_ring_setup_flags(void);
 int t_ring_init(unsigned entries, struct io_uring *r, unsigned flags);
 int t_ring_init_params(unsigned entries, struct io_uring *r, struct io_uring_params *p);
-/* A ring that must come up: t_ring_init asserting success. */
+/* A ring that must come up: t_ring_init asserting success (skipping the
+ * test where the kernel has no io_uring for this process: ENOSYS, EPERM). */
 void t_ring(struct io_uring *r, unsigned entries, unsigned flags);
 /* Submit, then reap CQEs (waiting 10 ms at a time) until one of ursa's ops
  * finishes, and return it; CQEs that are not ursa's are counted in *app

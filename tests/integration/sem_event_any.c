@@ -176,6 +176,7 @@ static bool bb_child(int idx, void *arg)
 
 Test(sem_event_any, bounded_buffer_processes)
 {
+	t_require_futex_waitv();
 	struct bb *b = t_shared_alloc(sizeof(*b));
 	cr_assert_eq(ursa_mutex_init(&b->m, URSA_SHARED), 0);
 	cr_assert_eq(ursa_sem_init(&b->items, 0, URSA_SHARED), 0);
@@ -248,6 +249,7 @@ static bool tr_child(int idx, void *arg)
 
 Test(sem_event_any, token_ring_processes)
 {
+	t_require_futex_waitv();
 	struct tr *t = t_shared_alloc(sizeof(*t));
 	for (int i = 0; i < TR_PROCS; i++)
 		cr_assert_eq(ursa_event_init(&t->ev[i], URSA_SHARED | URSA_EVENT_AUTO_RESET), 0);
@@ -325,6 +327,7 @@ static bool br_coordinator(int idx, void *arg)
 
 Test(sem_event_any, broadcast_rounds_processes)
 {
+	t_require_futex_waitv();
 	struct br *b = t_shared_alloc(sizeof(*b));
 	cr_assert_eq(ursa_event_init(&b->go, URSA_SHARED), 0);
 	cr_assert_eq(ursa_mutex_init(&b->held, URSA_SHARED), 0);
