@@ -25,6 +25,7 @@
 
 #include "kernel/arch.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -39,10 +40,12 @@ int ursa_k_cpus(void)
 	int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (n)
 		return n;
+	int saved_errno = errno; /* strtol, sched_getaffinity, sysconf may set it */
 	const char *t = secure_getenv("URSA_TEST_CPUS");
 	long forced = t ? strtol(t, NULL, 10) : 0;
 	if (forced > 0 && forced <= 4096) {
 		__atomic_store_n(&cached, (int)forced, __ATOMIC_RELAXED);
+		errno = saved_errno;
 		return (int)forced;
 	}
 	union {
@@ -57,5 +60,6 @@ int ursa_k_cpus(void)
 		n = online > 0 && online <= INT_MAX ? (int)online : 1;
 	}
 	__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
+	errno = saved_errno;
 	return n;
 }

@@ -59,9 +59,20 @@ static inline bool refused(int e)
 }
 
 /* syscall() reports through errno; ursa's callers never see errno change
- * (include/ursa/common.h), so every entry point saves and restores it. */
+ * (include/ursa/common.h), so every entry point saves and restores it.
+ * The restore is a function so that r, the call that may set errno, is
+ * evaluated before errno is put back: written as the comma expression
+ * (errno = saved, r) it put errno back first and let the call's errno
+ * through (ETIMEDOUT after every wait that timed out, EAGAIN, ENOSYS
+ * where the futex2 calls are missing; tests/unit/deadline.c's
+ * errno_untouched_by_waits_that_time_out). */
 #define SAVE_ERRNO int saved_errno_ = errno
-#define RESTORE_ERRNO(r) (errno = saved_errno_, (r))
+static inline int restore_errno(int saved, int r)
+{
+	errno = saved;
+	return r;
+}
+#define RESTORE_ERRNO(r) restore_errno(saved_errno_, (r))
 
 static int legacy_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 		       const struct timespec *abs)
@@ -224,8 +235,9 @@ int ursa_k_private_ring_wait_prepare(void)
 		 * -EAGAIN, whatever pthread_create said, as the starters'
 		 * contract has it (ursa/async.h). */
 		if (pthread_create(&t, NULL, phash_nop, NULL))
-			return -EAGAIN;
+			return RESTORE_ERRNO(-EAGAIN); /* its own calls may set errno */
 		pthread_join(t, NULL);
+		errno = saved_errno_;
 	}
 	__atomic_store_n(&phash_ready, 1, __ATOMIC_RELEASE);
 	return 0;

@@ -166,6 +166,7 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 	memset(&t, 0, sizeof(t));
 	t.futex2 = ursa_k_have_futex2();
 	t.futex_waitv = ursa_k_have_futex_waitv();
+	int saved_errno = errno; /* calloc, the probe's ring, the test hook's */
 	bool lasting = probe_uring(&t);
 	int unknown = 0;
 	if (lasting && __atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_RELAXED,
@@ -174,6 +175,7 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 		cached = t;
 		__atomic_store_n(&cached_state, 1, __ATOMIC_RELEASE);
 	}
+	errno = saved_errno;
 	*f = t;
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "kernel/futex.h"
 #include "kernel/uapi.h"
 
+#include <errno.h>
 #include <liburing.h>
 #include <signal.h>
 #include <stdint.h>
@@ -126,7 +127,7 @@ static inline bool ursa_k_get_sqes(struct io_uring *r, struct io_uring_sqe **sqe
  * Each wait ends with the poller having taken something, and it takes
  * everything queued in one batch unless an SQE fails its set-up (it goes on
  * from there in its next pass), so the loop ends. */
-static inline int ursa_k_make_room(struct io_uring *r, unsigned n, uint64_t fill_tag)
+static inline int ursa_k_make_room_(struct io_uring *r, unsigned n, uint64_t fill_tag)
 {
 	int rc = io_uring_submit(r);
 	if (rc < 0)
@@ -159,6 +160,18 @@ static inline int ursa_k_make_room(struct io_uring *r, unsigned n, uint64_t fill
 	}
 }
 
+/* liburing's system calls leave errno alone where it has syscall stubs of
+ * its own (Debian 12's x86_64 build: checked) but go through syscall(3)
+ * where it has none: keep errno for the caller (include/ursa/common.h)
+ * either way. */
+static inline int ursa_k_make_room(struct io_uring *r, unsigned n, uint64_t fill_tag)
+{
+	int saved = errno;
+	int rc = ursa_k_make_room_(r, n, fill_tag);
+	errno = saved;
+	return rc;
+}
+
 /* Can r carry futex and waitid requests? Not an IORING_SETUP_IOPOLL ring:
  * the kernel polls only block I/O there and fails every other request as
  * it takes it (-EINVAL), which also ends that submission's batch. */
@@ -182,7 +195,10 @@ static inline unsigned ursa_k_sq_space(struct io_uring *r)
 /* Submit what is queued on r (one kernel entry). Returns count or -errno. */
 static inline int ursa_k_submit(struct io_uring *r)
 {
-	return io_uring_submit(r);
+	int saved = errno; /* as ursa_k_make_room */
+	int rc = io_uring_submit(r);
+	errno = saved;
+	return rc;
 }
 
 static inline void ursa_k_prep_cancel(struct io_uring_sqe *sqe, uint64_t target)

@@ -68,7 +68,7 @@ static void rescue_unconsumed(struct ursa_k_wake_batch *b)
 static void submit(struct ursa_k_wake_batch *b)
 {
 	URSA_TRACE(wake_batch, b->ring, b->queued);
-	io_uring_submit(b->ring);
+	ursa_k_submit(b->ring); /* errno kept: kernel/uring.h */
 	b->entries++;
 	b->queued = 0;
 	/* An SQPOLL ring's thread consumes the SQEs after we return; its

@@ -284,9 +284,11 @@ static inline int shim_clock_ok(clockid_t clk)
 	return clk == CLOCK_MONOTONIC || clk == CLOCK_REALTIME;
 }
 
-/* Waiting ursa calls may leave errno changed (their futex syscalls fail with
- * EAGAIN, ETIMEDOUT, EINTR); pthread functions must not. Sleeping paths
- * bracket their ursa calls with these. */
+/* pthread functions must leave errno alone. ursa's calls do (since the
+ * restore in kernel/futex.c was mended: before, a wait that timed out or
+ * found its word changed left ETIMEDOUT or EAGAIN there); the sleeping
+ * paths' brackets stay for what they call besides: glibc's functions on
+ * bridged mutexes, nanosleep in the reader-preferring rwlock's rounds. */
 #define SHIM_SAVE_ERRNO int shim_saved_errno_ = errno
 #define SHIM_RESTORE_ERRNO errno = shim_saved_errno_
 

@@ -359,3 +359,81 @@ Test(deadline, every_wait_far_deadline_released)
 			for (unsigned d = 0; d < NFAR; d += 2)
 				one(k, clocks[c], &far_deadlines[d]);
 }
+
+/*
+ * errno is never set for the caller (include/ursa/common.h): not by a wait
+ * that times out in the kernel (ETIMEDOUT), nor by one whose word changed
+ * first (EAGAIN), nor on a kernel without the futex2 calls (ENOSYS, once).
+ * The shim's pthread functions rely on it: glibc's leave errno alone, and
+ * programs read errno after locking (a failed write() logged under a
+ * mutex). Each wait below blocks in the kernel until its deadline.
+ */
+#define ERRNO_SENTINEL 4242
+
+static void errno_kept(const char *what, int got, int want)
+{
+	int e = errno;
+	cr_assert_eq(got, want, "%s: %d", what, got);
+	cr_assert_eq(e, ERRNO_SENTINEL, "%s changed errno to %d (%s)", what, e, strerror(e));
+}
+
+Test(deadline, errno_untouched_by_waits_that_time_out)
+{
+	for (unsigned c = 0; c < 2; c++) {
+		clockid_t clk = clocks[c];
+		struct timespec dl;
+		ursa_mutex_t m = URSA_MUTEX_INIT;
+		cr_assert_eq(ursa_mutex_lock(&m), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("mutex_timedlock", ursa_mutex_timedlock(&m, clk, &dl), -ETIMEDOUT);
+		cr_assert_eq(ursa_mutex_unlock(&m), 0);
+
+		ursa_sem_t s;
+		cr_assert_eq(ursa_sem_init(&s, 0, 0), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("sem_timedwait", ursa_sem_timedwait(&s, clk, &dl), -ETIMEDOUT);
+
+		ursa_event_t e = URSA_EVENT_INIT;
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("event_timedwait", ursa_event_timedwait(&e, clk, &dl), -ETIMEDOUT);
+
+		ursa_cond_t cv = URSA_COND_INIT;
+		cr_assert_eq(ursa_mutex_lock(&m), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("cond_timedwait", ursa_cond_timedwait(&cv, &m, clk, &dl), -ETIMEDOUT);
+		cr_assert_eq(ursa_mutex_unlock(&m), 0);
+
+		ursa_rwlock_t l = URSA_RWLOCK_INIT;
+		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("rwlock_timedwrlock", ursa_rwlock_timedwrlock(&l, clk, &dl), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
+		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("rwlock_timedrdlock", ursa_rwlock_timedrdlock(&l, clk, &dl), -ETIMEDOUT);
+		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
+
+		ursa_waitq_t *q = calloc(1, ursa_waitq_size(1));
+		cr_assert_not_null(q);
+		cr_assert_eq(ursa_waitq_init(q, 1, 0), 0);
+		cr_assert_eq(ursa_waitq_prepare(q, 0, 1), 0);
+		dl = t_deadline(clk, 10);
+		errno = ERRNO_SENTINEL;
+		errno_kept("waitq_wait", ursa_waitq_wait(q, 0, clk, &dl), -ETIMEDOUT);
+		free(q);
+
+		if (t_have_futex_waitv()) {
+			ursa_waitable_t v[2] = {{URSA_WAIT_SEM, &s}, {URSA_WAIT_EVENT, &e}};
+			dl = t_deadline(clk, 10);
+			errno = ERRNO_SENTINEL;
+			errno_kept("wait_any", ursa_wait_any(v, 2, clk, &dl), -ETIMEDOUT);
+		}
+		cr_assert_eq(ursa_sem_destroy(&s), 0);
+	}
+}
