@@ -377,6 +377,14 @@ static void errno_kept(const char *what, int got, int want)
 	cr_assert_eq(e, ERRNO_SENTINEL, "%s changed errno to %d (%s)", what, e, strerror(e));
 }
 
+/* Each wait times out 10 ms ahead on clk (dl), from errno = the sentinel. */
+#define TIMES_OUT(what, call)                                                                      \
+	do {                                                                                       \
+		dl = t_deadline(clk, 10);                                                          \
+		errno = ERRNO_SENTINEL;                                                            \
+		errno_kept(what, (call), -ETIMEDOUT);                                              \
+	} while (0)
+
 Test(deadline, errno_untouched_by_waits_that_time_out)
 {
 	for (unsigned c = 0; c < 2; c++) {
@@ -384,55 +392,39 @@ Test(deadline, errno_untouched_by_waits_that_time_out)
 		struct timespec dl;
 		ursa_mutex_t m = URSA_MUTEX_INIT;
 		cr_assert_eq(ursa_mutex_lock(&m), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("mutex_timedlock", ursa_mutex_timedlock(&m, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("mutex_timedlock", ursa_mutex_timedlock(&m, clk, &dl));
 		cr_assert_eq(ursa_mutex_unlock(&m), 0);
 
 		ursa_sem_t s;
 		cr_assert_eq(ursa_sem_init(&s, 0, 0), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("sem_timedwait", ursa_sem_timedwait(&s, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("sem_timedwait", ursa_sem_timedwait(&s, clk, &dl));
 
 		ursa_event_t e = URSA_EVENT_INIT;
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("event_timedwait", ursa_event_timedwait(&e, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("event_timedwait", ursa_event_timedwait(&e, clk, &dl));
 
 		ursa_cond_t cv = URSA_COND_INIT;
 		cr_assert_eq(ursa_mutex_lock(&m), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("cond_timedwait", ursa_cond_timedwait(&cv, &m, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("cond_timedwait", ursa_cond_timedwait(&cv, &m, clk, &dl));
 		cr_assert_eq(ursa_mutex_unlock(&m), 0);
 
 		ursa_rwlock_t l = URSA_RWLOCK_INIT;
 		cr_assert_eq(ursa_rwlock_rdlock(&l), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("rwlock_timedwrlock", ursa_rwlock_timedwrlock(&l, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("rwlock_timedwrlock", ursa_rwlock_timedwrlock(&l, clk, &dl));
 		cr_assert_eq(ursa_rwlock_rdunlock(&l), 0);
 		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("rwlock_timedrdlock", ursa_rwlock_timedrdlock(&l, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("rwlock_timedrdlock", ursa_rwlock_timedrdlock(&l, clk, &dl));
 		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
 
 		ursa_waitq_t *q = calloc(1, ursa_waitq_size(1));
 		cr_assert_not_null(q);
 		cr_assert_eq(ursa_waitq_init(q, 1, 0), 0);
 		cr_assert_eq(ursa_waitq_prepare(q, 0, 1), 0);
-		dl = t_deadline(clk, 10);
-		errno = ERRNO_SENTINEL;
-		errno_kept("waitq_wait", ursa_waitq_wait(q, 0, clk, &dl), -ETIMEDOUT);
+		TIMES_OUT("waitq_wait", ursa_waitq_wait(q, 0, clk, &dl));
 		free(q);
 
 		if (t_have_futex_waitv()) {
 			ursa_waitable_t v[2] = {{URSA_WAIT_SEM, &s}, {URSA_WAIT_EVENT, &e}};
-			dl = t_deadline(clk, 10);
-			errno = ERRNO_SENTINEL;
-			errno_kept("wait_any", ursa_wait_any(v, 2, clk, &dl), -ETIMEDOUT);
+			TIMES_OUT("wait_any", ursa_wait_any(v, 2, clk, &dl));
 		}
 		cr_assert_eq(ursa_sem_destroy(&s), 0);
 	}
