@@ -215,10 +215,13 @@ int ursa_wait_any_async(struct io_uring *r, const ursa_waitable_t *v, unsigned n
 	/* First try without allocating anything (it announces nothing). */
 	if ((rc = any_try(&a0)) >= 0)
 		return ursa__op_finish_now(op, rc);
+	int saved_errno = errno; /* calloc sets it when it fails */
 	struct any_state *a = calloc(1, sizeof(*a) + n * (sizeof(struct futex_waitv) +
 							 sizeof(struct ursa_waiter)));
-	if (!a)
+	if (!a) {
+		errno = saved_errno;
 		return -ENOMEM;
+	}
 	a->v = v;
 	a->n = n;
 	a->fv = (struct futex_waitv *)(a + 1);
