@@ -624,3 +624,134 @@ Test(async_prims, waitid_deadline_both_clocks)
 	}
 	io_uring_queue_exit(&r);
 }
+
+/* ---- every starter: bad input and a full SQ change nothing ---------------- */
+
+/* The objects of every kind, each blocked (so a start would have to wait):
+ * the mutex and the rwlock held here, the semaphore empty, the event and
+ * the latch not set, a waitq slot prepared, the condvar's mutex held. */
+struct all_kinds {
+	ursa_mutex_t m, cm;
+	ursa_rwlock_t l;
+	ursa_sem_t s;
+	ursa_event_t e;
+	ursa_latch_t latch;
+	ursa_cond_t c;
+	ursa_waitq_t *q;
+	ursa_waitable_t v[2];
+	siginfo_t si;
+};
+
+static void all_kinds_init(struct all_kinds *k)
+{
+	memset(k, 0, sizeof(*k));
+	cr_assert_eq(ursa_mutex_init(&k->m, 0), 0);
+	cr_assert_eq(ursa_mutex_init(&k->cm, 0), 0);
+	cr_assert_eq(ursa_rwlock_init(&k->l, 0), 0);
+	cr_assert_eq(ursa_sem_init(&k->s, 0, 0), 0);
+	cr_assert_eq(ursa_event_init(&k->e, 0), 0);
+	cr_assert_eq(ursa_latch_init(&k->latch, 1, 0), 0);
+	cr_assert_eq(ursa_cond_init(&k->c, 0), 0);
+	k->q = calloc(1, ursa_waitq_size(1));
+	cr_assert_not_null(k->q);
+	cr_assert_eq(ursa_waitq_init(k->q, 1, 0), 0);
+	cr_assert_eq(ursa_waitq_prepare(k->q, 0, 7), 0);
+	k->v[0] = (ursa_waitable_t){URSA_WAIT_SEM, &k->s};
+	k->v[1] = (ursa_waitable_t){URSA_WAIT_EVENT, &k->e};
+	cr_assert_eq(ursa_mutex_lock(&k->m), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&k->l), 0);
+	cr_assert_eq(ursa_mutex_lock(&k->cm), 0);
+}
+
+#define N_STARTERS 10
+
+/* Starter i on ring r with op; NULL pointers where the caller says. */
+static int start_kind(int i, struct io_uring *r, struct all_kinds *k, struct ursa_op *op,
+		      bool null_obj)
+{
+	switch (i) {
+	case 0:
+		return ursa_mutex_lock_async(r, null_obj ? NULL : &k->m, op);
+	case 1:
+		return ursa_rwlock_rdlock_async(r, null_obj ? NULL : &k->l, op);
+	case 2:
+		return ursa_rwlock_wrlock_async(r, null_obj ? NULL : &k->l, op);
+	case 3:
+		return ursa_sem_wait_async(r, null_obj ? NULL : &k->s, op);
+	case 4:
+		return ursa_event_wait_async(r, null_obj ? NULL : &k->e, op);
+	case 5:
+		return ursa_latch_wait_async(r, null_obj ? NULL : &k->latch, op);
+	case 6:
+		return ursa_cond_wait_async(r, null_obj ? NULL : &k->c, &k->cm, op);
+	case 7:
+		return ursa_waitq_wait_async(r, null_obj ? NULL : k->q, 0, op);
+	case 8:
+		return ursa_wait_any_async(r, null_obj ? NULL : k->v, 2, op);
+	default:
+		return ursa_waitid_async(r, P_ALL, 0, null_obj ? NULL : &k->si, WEXITED, op);
+	}
+}
+
+/* Nothing of k changed: every object is as all_kinds_init left it and
+ * nothing waits on any (each destroy would say -EBUSY). */
+static void all_kinds_unchanged_and_fini(struct all_kinds *k)
+{
+	cr_assert_eq(ursa_mutex_trylock(&k->m), -EBUSY, "the mutex changed hands");
+	cr_assert_eq(ursa_mutex_unlock(&k->m), 0);
+	cr_assert_eq(ursa_mutex_destroy(&k->m), 0, "a waiter was left on the mutex");
+	cr_assert_eq(ursa_rwlock_wrunlock(&k->l), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&k->l), 0, "a waiter was left on the rwlock");
+	cr_assert_eq(ursa_sem_value(&k->s), 0);
+	cr_assert_eq(ursa_sem_destroy(&k->s), 0, "a waiter was left on the semaphore");
+	cr_assert_eq(ursa_event_trywait(&k->e), -EBUSY);
+	cr_assert_eq(ursa_event_destroy(&k->e), 0, "a waiter was left on the event");
+	cr_assert_eq(ursa_latch_trywait(&k->latch), -EBUSY);
+	cr_assert_eq(ursa_latch_destroy(&k->latch), 0, "a waiter was left on the latch");
+	cr_assert_eq(ursa_mutex_unlock(&k->cm), 0, "the condvar's mutex was not held");
+	cr_assert_eq(ursa_cond_destroy(&k->c), 0, "a waiter was left on the condvar");
+	cr_assert_eq(ursa_mutex_destroy(&k->cm), 0);
+	/* The slot is still prepared: a cancel dequeues it (0), once. */
+	cr_assert_eq(ursa_waitq_cancel(k->q, 0), 0, "the waitq slot was dequeued");
+	cr_assert_eq(ursa_waitq_cancel(k->q, 0), -EINVAL);
+	free(k->q);
+}
+
+Test(async_prims, every_starter_refuses_bad_input_and_a_full_sq)
+{
+	t_require_uring_futex(true);
+	struct ursa_features f;
+	ursa_probe(&f);
+	int n = f.uring_waitid ? N_STARTERS : N_STARTERS - 1;
+	struct io_uring r;
+	t_ring(&r, 4, 0);
+	struct all_kinds k;
+	all_kinds_init(&k);
+	for (int i = 0; i < n; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(start_kind(i, NULL, &k, &op, false), -EINVAL, "starter %d, NULL ring",
+			     i);
+		cr_assert_eq(start_kind(i, &r, &k, &op, true), -EINVAL, "starter %d, NULL object",
+			     i);
+		cr_assert_eq(start_kind(i, &r, &k, NULL, false), -EINVAL, "starter %d, NULL op", i);
+		/* An op not 8-byte aligned (its user_data tag needs the bits). */
+		_Alignas(16) unsigned char raw[sizeof(struct ursa_op) + 8];
+		memset(raw, 0, sizeof(raw));
+		struct ursa_op *odd = (struct ursa_op *)(void *)(raw + 4);
+		cr_assert_eq(start_kind(i, &r, &k, odd, false), -EINVAL, "starter %d, odd op", i);
+	}
+	cr_assert_eq(io_uring_sq_ready(&r), 0, "a refused start queued something");
+	/* The SQ full of NOPs: -EBUSY, nothing changed. */
+	struct io_uring_sqe *sqe;
+	while ((sqe = io_uring_get_sqe(&r)))
+		io_uring_prep_nop(sqe);
+	for (int i = 0; i < n; i++) {
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(start_kind(i, &r, &k, &op, false), -EBUSY, "starter %d, SQ full", i);
+	}
+	all_kinds_unchanged_and_fini(&k);
+	/* The NOPs, and nothing of ursa's, come back. */
+	cr_assert_eq(io_uring_submit(&r), 4);
+	cr_assert_eq(t_drain(&r, 20), 4);
+	io_uring_queue_exit(&r);
+}
