@@ -557,8 +557,19 @@ Test(rwlock, readers_join_until_the_writer_says_first)
  * the last of those readers wakes the writer. This thread write-holds the
  * lock; a writer blocks until it says WRITER_FIRST and sleeps, then a
  * reader blocks; the unlock must give the reader ticket 0.
+ *
+ * One exception is by design (lib/rwlock.c, wr_step): the read phase is
+ * not a hand-off, and the writer's sleep is bounded (URSA_HANDED_SLEEP_MS,
+ * 10 ms); if it ends after the unlock but before the woken reader has run,
+ * the writer takes the free lock. Under qemu's software emulation (make
+ * check-oldkernel) that happened in one run of three. So a round where the
+ * writer goes first is logged and run again, and the test fails when the
+ * reader never goes first in ROUNDS rounds: a read phase that does not
+ * work fails every round.
  */
-static void check_read_phase_after_write(unsigned flags)
+#define READ_PHASE_ROUNDS 3
+
+static bool read_phase_round(unsigned flags)
 {
 	static struct wake_ctx x;
 	memset(&x, 0, sizeof(x));
@@ -575,10 +586,22 @@ static void check_read_phase_after_write(unsigned flags)
 	cr_assert_eq(pthread_join(r, NULL), 0);
 	cr_assert_eq(pthread_join(w, NULL), 0);
 	cr_assert_eq(atomic_load(&x.errors), 0);
-	cr_assert_eq(x.reader_ticket, 0, "the waiting reader went after the writer");
-	cr_assert_eq(x.writer_ticket, 1);
+	cr_assert(x.reader_ticket + x.writer_ticket == 1, "tickets %d and %d", x.reader_ticket,
+		  x.writer_ticket);
 	cr_assert_eq(peek_state(&x.l), 0, "state %#x after", peek_state(&x.l));
 	cr_assert_eq(ursa_rwlock_destroy(&x.l), 0);
+	return x.reader_ticket == 0;
+}
+
+static void check_read_phase_after_write(unsigned flags)
+{
+	for (int round = 1; round <= READ_PHASE_ROUNDS; round++) {
+		if (read_phase_round(flags))
+			return;
+		cr_log_info("flags %#x round %d: the writer went first", flags, round);
+	}
+	cr_assert_fail("the waiting reader went after the writer in %d rounds running",
+		       READ_PHASE_ROUNDS);
 }
 
 Test(rwlock, write_unlock_gives_waiting_readers_a_phase)
