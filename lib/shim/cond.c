@@ -85,11 +85,9 @@ SHIM_API int pthread_cond_destroy(pthread_cond_t *pc)
 
 static int wake_bridged(struct shim_cond *c, bool all)
 {
-	SHIM_SAVE_ERRNO;
 	ursa_mutex_lock(&c->guard);
 	int r = all ? ursa_cond_broadcast(&c->c) : ursa_cond_signal(&c->c);
 	ursa_mutex_unlock(&c->guard);
-	SHIM_RESTORE_ERRNO;
 	return -r;
 }
 
@@ -213,7 +211,6 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 	uint32_t saved;
 	int r;
 
-	SHIM_SAVE_ERRNO;
 	if (unlikely(kind_is_glibc(kind) || c_shared != m_shared)) {
 		r = wait_bridged(c, pm, kind, clk, abs);
 	} else {
@@ -228,7 +225,6 @@ static int cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clk,
 			shim_mutex_own(m, kind, saved);
 		}
 	}
-	SHIM_RESTORE_ERRNO;
 	return r;
 }
 

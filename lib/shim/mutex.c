@@ -51,9 +51,7 @@ static int glibc_call(pthread_mutex_t *pm, enum shim_real which)
 
 static __attribute__((noinline)) int word_lock_slow(ursa_mutex_t *w)
 {
-	SHIM_SAVE_ERRNO;
 	int r = ursa_mutex_lock(w);
-	SHIM_RESTORE_ERRNO;
 	return -r;
 }
 
@@ -231,9 +229,7 @@ static int timedlock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *
 		r = shim_deadline(abs, &ts);
 		if (r)
 			return r;
-		SHIM_SAVE_ERRNO;
 		r = -ursa_mutex_timedlock(&m->word, clk, &ts);
-		SHIM_RESTORE_ERRNO;
 	}
 	if (!r && self)
 		set_owner(m, self, 1);

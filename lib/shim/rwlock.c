@@ -236,12 +236,10 @@ static __attribute__((noinline)) int lock_slow(struct shim_rwlock *l, bool write
 						 const struct timespec *abs)
 {
 	int r;
-	SHIM_SAVE_ERRNO;
 	if (!writer_preferring(l))
 		r = rp_lock_slow(l, write, clk, abs);
 	else
 		r = wp_lock_slow(l, write, clk, abs);
-	SHIM_RESTORE_ERRNO;
 	return r;
 }
 

@@ -124,13 +124,11 @@ static __attribute__((noinline)) int sem_block(struct shim_sem *s, clockid_t clk
 	/* A post often follows shortly: spin first, as ursa_sem_wait does. */
 	if (ursa__sem_spin(&s->s, abs != NULL) == 0)
 		return 0;
-	SHIM_SAVE_ERRNO;
 	struct ursa_waiter w = {0};
 	ursa__cancel_point.obj = &s->s;
 	int r = -ursa__block_flags(&s->s, &ursa__sem_ops, &w, clk, abs, URSA_BLOCK_EINTR);
 	ursa__cancel_point.obj = NULL;
 	ursa__cancel_point.given = 0;
-	SHIM_RESTORE_ERRNO;
 	if (r == EINTR)
 		shim_count(ST_SEM_EINTR);
 	return r;

@@ -284,14 +284,6 @@ static inline int shim_clock_ok(clockid_t clk)
 	return clk == CLOCK_MONOTONIC || clk == CLOCK_REALTIME;
 }
 
-/* pthread functions must leave errno alone. ursa's calls do (since the
- * restore in kernel/futex.c was mended: before, a wait that timed out or
- * found its word changed left ETIMEDOUT or EAGAIN there); the sleeping
- * paths' brackets stay for what they call besides: glibc's functions on
- * bridged mutexes, nanosleep in the reader-preferring rwlock's rounds. */
-#define SHIM_SAVE_ERRNO int shim_saved_errno_ = errno
-#define SHIM_RESTORE_ERRNO errno = shim_saved_errno_
-
 /* For the condvar (lib/shim/mutex.c): on an ursa-kind mutex, give up and
  * take back the ownership record around a wait: disown checks the caller
  * owns m (recursive/errorcheck: EPERM if not) and saves the recursion count;
