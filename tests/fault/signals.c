@@ -362,13 +362,8 @@ static void run_storm(struct storm_param *p)
 	cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 
 	static struct ctx c;
-	if (p->prim == P_WAIT_ANY) {
-		ursa_sem_t s0 = URSA_SEM_INIT;
-		struct timespec past = {0, 0};
-		ursa_waitable_t v = {URSA_WAIT_SEM, &s0};
-		if (ursa_wait_any(&v, 1, CLOCK_MONOTONIC, &past) == -ENOSYS)
-			cr_skip_test("kernel lacks futex_waitv");
-	}
+	if (p->prim == P_WAIT_ANY)
+		t_require_futex_waitv();
 
 	static struct storm st;
 	memset(&st, 0, sizeof(st));

@@ -445,12 +445,22 @@ Test(async_prims, wait_any_ring_takes_exactly_one)
 
 /* ---- waitid in the ring ------------------------------------------------------ */
 
-Test(async_prims, waitid_child_exit_with_a_lock_in_the_same_ring)
+static bool have_waitid(void)
 {
 	struct ursa_features f;
-	ursa_probe(&f);
-	if (!f.uring_waitid)
+	cr_assert_eq(ursa_probe(&f), 0);
+	return f.uring_waitid;
+}
+
+static void require_waitid(void)
+{
+	if (!have_waitid())
 		cr_skip_test("kernel lacks IORING_OP_WAITID (needs Linux 6.7+)");
+}
+
+Test(async_prims, waitid_child_exit_with_a_lock_in_the_same_ring)
+{
+	require_waitid();
 	t_require_uring_futex(false);
 	struct io_uring r;
 	ring_init(&r);
@@ -479,17 +489,9 @@ Test(async_prims, waitid_child_exit_with_a_lock_in_the_same_ring)
 	io_uring_queue_exit(&r);
 }
 
-/* The waitid cases below need IORING_OP_WAITID and a child that stays
- * alive until the test lets it go: it exits with status 5 once the pipe's
- * write end closes (the test's close, or the test's death). */
-static void require_waitid(void)
-{
-	struct ursa_features f;
-	ursa_probe(&f);
-	if (!f.uring_waitid)
-		cr_skip_test("kernel lacks IORING_OP_WAITID (needs Linux 6.7+)");
-}
-
+/* The waitid cases below need a child that stays alive until the test
+ * lets it go: it exits with status 5 once the pipe's write end closes (the
+ * test's close, or the test's death). */
 static pid_t held_child(int *release_fd)
 {
 	int fds[2];
@@ -720,9 +722,7 @@ static void all_kinds_unchanged_and_fini(struct all_kinds *k)
 Test(async_prims, every_starter_refuses_bad_input_and_a_full_sq)
 {
 	t_require_uring_futex(true);
-	struct ursa_features f;
-	ursa_probe(&f);
-	int n = f.uring_waitid ? N_STARTERS : N_STARTERS - 1;
+	int n = have_waitid() ? N_STARTERS : N_STARTERS - 1;
 	struct io_uring r;
 	t_ring(&r, 4, 0);
 	struct all_kinds k;

@@ -1023,10 +1023,9 @@ static void any_thread(struct targ *a)
 
 static void test_wait_any(unsigned flags, bool ring)
 {
-	struct ursa_features f;
-	if (ring && (ursa_probe(&f) != 0 || !f.uring_futexv)) {
-		cr_skip_test("%s", "kernel lacks IORING_OP_FUTEX_WAITV (needs Linux 6.7+)");
-	}
+	t_require_futex_waitv();
+	if (ring)
+		t_require_uring_futex(true);
 	static struct any_ctx c;
 	memset(&c, 0, sizeof(c));
 	CHECK(ursa_mutex_init(&c.m, flags) == 0, "init");
@@ -1035,9 +1034,6 @@ static void test_wait_any(unsigned flags, bool ring)
 	ursa_waitable_t probe = {URSA_WAIT_SEM, &c.s};
 	struct timespec past = {0, 0};
 	int r = ursa_wait_any(&probe, 1, CLOCK_MONOTONIC, &past);
-	if (r == -ENOSYS) {
-		cr_skip_test("%s", "kernel lacks futex_waitv (needs Linux 5.16+)");
-	}
 	CHECK(r == -ETIMEDOUT, "wait_any with a past deadline on an empty sem: %d", r);
 	c.posts = ITERS(6000);
 	run_threads(4, any_thread, ring ? 1 : -1, any_thread, &c);
