@@ -126,7 +126,9 @@
  * raised (destroy says -EBUSY), and if it was the woken one, posts do not
  * wake: blocked threads that sleep while WOKEN or HANDED is set bound that
  * sleep (URSA_HANDED_SLEEP_MS), then step and take its place. Hand-offs
- * happen only with value 0, so value + HANDED stays within
+ * happen only with value 0, and a post counts a pending hand-off against
+ * the maximum (a hand-off can stay pending for long: a ring waiter's CQE
+ * waits for its event loop), so value + HANDED stays within
  * URSA_SEM_VALUE_MAX unless 2^31 posts land between a poster's look at
  * value and its hand-off.
  */
@@ -249,7 +251,11 @@ int ursa_sem_post(ursa_sem_t *s)
 	}
 	uint32_t v = ld_relaxed(&s->__value);
 	do {
-		if (v >= URSA_SEM_VALUE_MAX)
+		/* A unit kept for a waiter (HANDED) counts: its waiter may
+		 * give it back into value (a wait-any that took another
+		 * object, a cancel), which must not pass the maximum. */
+		if (v >= URSA_SEM_VALUE_MAX - 1 &&
+		    (v >= URSA_SEM_VALUE_MAX || (ld_relaxed(&s->__waiters) & S_HANDED)))
 			return -EOVERFLOW;
 	} while (!cas_seqcst(&s->__value, &v, v + 1));
 	/* seq_cst after the seq_cst CAS: the Dekker pair with the waiter's

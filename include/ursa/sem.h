@@ -54,7 +54,8 @@ typedef struct ursa_sem {
 URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags);
 
 /* Add one to the count, waking a waiter if any. Returns 0, -EOVERFLOW (count
- * already URSA_SEM_VALUE_MAX; unchanged), -EINVAL. Never blocks.
+ * already URSA_SEM_VALUE_MAX, counting a unit being handed to a waiter, which
+ * the waiter may give back; unchanged), -EINVAL. Never blocks.
  * Async-signal-safe, as POSIX's sem_post: it may be called from a signal
  * handler, also one that interrupted this thread inside ursa_sem_wait or
  * ursa_sem_post on the same semaphore (tests/fault/signals.c). */

@@ -92,6 +92,69 @@ Test(sem, overflow_at_max_leaves_value)
 	cr_assert_eq(ursa_sem_destroy(&s), 0);
 }
 
+/* __waiters' bits (lib/sem.c), for the white-box checks. */
+#define SEM_WOKEN  0x04000000u
+#define SEM_HANDED 0x02000000u
+#define SEM_REQ	   0x01000000u
+#define SEM_COUNT  0x00ffffffu
+
+/* A unit kept for a waiter (HANDED) counts against the maximum: the waiter
+ * may give it back into value instead of taking it (here a ring wait-any
+ * that takes an event instead), and a hand-off stays pending for as long as
+ * the op's CQE waits for its event loop. White-box: the posts that fill
+ * value while the unit is handed are stood in for by one store to __value
+ * (each of them, with the woken waiter still on its way, only adds one).
+ * Before the post counted the handed unit, the give-back made the count
+ * URSA_SEM_VALUE_MAX + 1 and ursa_sem_value negative. */
+Test(sem, overflow_counts_a_unit_being_handed)
+{
+	t_require_uring_futex(true);
+	struct io_uring r;
+	t_ring(&r, 8, 0);
+	ursa_sem_t s;
+	ursa_event_t e;
+	cr_assert_eq(ursa_sem_init(&s, 0, 0), 0);
+	cr_assert_eq(ursa_event_init(&e, 0), 0);
+	ursa_waitable_t v[2] = {{URSA_WAIT_EVENT, &e}, {URSA_WAIT_SEM, &s}};
+	struct ursa_op op __attribute__((aligned(8))) = URSA_OP_INIT;
+	cr_assert_eq(ursa_wait_any_async(&r, v, 2, &op), 0);
+	io_uring_submit(&r);
+	/* Wake it and take the unit back: once it has slept, past
+	 * URSA_FAIR_NS its next step asks for a hand-off. (The wake misses
+	 * while its wait is not armed yet: under SQPOLL the kernel thread
+	 * may not have taken the SQE. Then again.) */
+	uint32_t w = 0;
+	for (int i = 0; i < 100 && !(w & SEM_REQ); i++) {
+		cr_assert_eq(ursa_sem_post(&s), 0);
+		cr_assert_eq(ursa_sem_trywait(&s), 0);
+		usleep(5000);
+		cr_assert_eq(t_drain(&r, 20), 0);
+		w = __atomic_load_n(&s.__waiters, __ATOMIC_RELAXED);
+	}
+	cr_assert_eq(w & (SEM_REQ | SEM_COUNT), SEM_REQ | 1, "no hand-off asked (__waiters %#x)", w);
+	/* This post keeps its unit for the op and wakes it. */
+	cr_assert_eq(ursa_sem_post(&s), 0);
+	w = __atomic_load_n(&s.__waiters, __ATOMIC_RELAXED);
+	cr_assert(w & SEM_HANDED, "not handed (__waiters %#x)", w);
+	cr_assert_eq(ursa_sem_value(&s), 0);
+	__atomic_store_n(&s.__value, URSA_SEM_VALUE_MAX - 1, __ATOMIC_RELAXED);
+	cr_assert_eq(ursa_sem_post(&s), -EOVERFLOW, "the handed unit was not counted");
+	cr_assert_eq(ursa_sem_value(&s), (int)URSA_SEM_VALUE_MAX - 1);
+	/* The op takes the event and gives the unit back. */
+	cr_assert_eq(ursa_event_set(&e), 0);
+	cr_assert_eq(t_reap(&r, NULL, 10000), &op);
+	cr_assert_eq(op.res, 0, "wait-any took %d", op.res);
+	w = __atomic_load_n(&s.__waiters, __ATOMIC_RELAXED);
+	cr_assert_eq(w & (SEM_COUNT | SEM_HANDED | SEM_WOKEN | SEM_REQ), 0, "__waiters %#x", w);
+	cr_assert_eq(ursa_sem_value(&s), (int)URSA_SEM_VALUE_MAX);
+	cr_assert_eq(ursa_sem_post(&s), -EOVERFLOW);
+	cr_assert_eq(ursa_sem_trywait(&s), 0);
+	cr_assert_eq(ursa_sem_value(&s), (int)URSA_SEM_VALUE_MAX - 1);
+	cr_assert_eq(ursa_sem_destroy(&s), 0);
+	cr_assert_eq(ursa_event_destroy(&e), 0);
+	io_uring_queue_exit(&r);
+}
+
 Test(sem, timed_past_deadline_no_sleep)
 {
 	ursa_sem_t s = URSA_SEM_INIT;
@@ -396,11 +459,6 @@ Test(sem, processes_shared)
  * another test beside it on the 2 CPUs, none in 20000. The long holder's
  * cycles do not depend on how often a hog gets in.)
  */
-
-#define SEM_WOKEN  0x04000000u
-#define SEM_HANDED 0x02000000u
-#define SEM_REQ	   0x01000000u
-#define SEM_COUNT  0x00ffffffu
 
 #define HAND_MIN 10
 #define HAND_LONG_NS 2000000ull	 /* the long hold: longer than URSA_FAIR_NS */
