@@ -23,7 +23,18 @@
  *               WOKEN: -> free, clear SLEEPERS, set WOKEN, wake 1; else
  *               -> free, no wake (nobody asleep, or the woken waiter has
  *               not run yet and will see to the others when it does).
- *   HANDED:     only a registered or slept waiter claims it (-> LOCKED);
+ *               An unlock that wakes takes a pin (PINS + 1) in its
+ *               release and drops it in its last CAS, after the wake (the
+ *               fix-up below, or the hand-off's take-back): destroy waits
+ *               while the mutex is free with a pin, so the unlocker never
+ *               touches a mutex destroyed and freed as soon as it was free,
+ *               as POSIX allows (before the pins, the fix-up could write
+ *               into such memory). PINS full (3 unlocks in that window at
+ *               once): the unlock yields and looks again before it
+ *               releases.
+ *   HANDED:     only a registered or slept waiter claims it (-> LOCKED;
+ *               a ring waiter starts as a newcomer too: its first step
+ *               registers);
  *               newcomers cannot barge: LOCKED stays set with HANDED, so
  *               "free" is LOCKED clear, and a newcomer's bit-test-and-set
  *               finds the mutex held. Nobody left to claim it: -> free.
@@ -111,8 +122,10 @@
 #include "lib/trace.h"
 
 #define M_SHARED URSA__MUTEX_SHARED /* bit 31: process-shared (constant) */
-#define M_CNT 0x7fffffe0u	    /* bits 5-30: registered waiters */
-#define M_CNT_ONE 0x20u
+#define M_CNT 0x7fffff80u	    /* bits 7-30: registered waiters */
+#define M_CNT_ONE 0x80u
+#define M_PINS 0x60u	 /* bits 5-6: unlocks between their release and their last look */
+#define M_PIN_ONE 0x20u
 #define M_REQ 0x10u	 /* a waiter asks for a hand-off */
 #define M_HANDED 0x8u	 /* held for the registered waiters (with LOCKED) */
 #define M_WOKEN 0x4u	 /* a woken waiter has not stepped yet */
@@ -135,54 +148,65 @@ static inline uint32_t m_tidy(uint32_t n)
 	return (n & M_CNT) ? n : n & ~(M_SLEEPERS | M_WOKEN | M_REQ);
 }
 
-static void m_fixup(ursa_mutex_t *m);
+static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin);
 
 /* We set WOKEN (and cleared SLEEPERS): wake one, and if nobody was asleep
- * take WOKEN back. True if our wake woke a waiter. */
-static bool m_wake_designated(ursa_mutex_t *m, bool sh)
+ * take WOKEN back. unpin: we hold a pin (an unlock's; released here). True
+ * if our wake woke a waiter. */
+static bool m_wake_designated(ursa_mutex_t *m, bool sh, bool unpin)
 {
-	if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
-		return true;
-	m_fixup(m);
-	return false;
+	bool woke = ursa_k_futex_wake(&m->__word, 1, sh) > 0;
+	if (!woke || unpin)
+		m_fixup(m, !woke, unpin ? M_PIN_ONE : 0);
+	return woke;
 }
 
-/* Our wake after setting WOKEN found nobody asleep: nobody will clear it.
- * Sleepers since our CAS set SLEEPERS themselves; if the lock is free with
- * SLEEPERS set, one of them slept and was not woken (its holder's unlock
- * saw WOKEN): wake again, keeping WOKEN. Each round needs a new sleeper,
- * so this ends. */
-static void m_fixup(ursa_mutex_t *m)
+/* After a designated wake: if it found nobody asleep (`nobody`), nobody
+ * will clear WOKEN. Sleepers since our CAS set SLEEPERS themselves; if the
+ * lock is free with SLEEPERS set, one of them slept and was not woken (its
+ * holder's unlock saw WOKEN): wake again, keeping WOKEN. Each round needs
+ * a new sleeper, so this ends. The last CAS also drops `pin` (an unlock's
+ * pin, M_PIN_ONE, or 0): after it the caller touches nothing. */
+static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin)
 {
 	uint32_t v = ld_relaxed(&m->__word);
-	while (v & M_WOKEN) {
-		if (!(v & M_HELD) && (v & M_SLEEPERS)) {
+	for (;;) {
+		if (nobody && (v & M_WOKEN) && !(v & M_HELD) && (v & M_SLEEPERS)) {
 			if (!cas_relaxed(&m->__word, &v, v & ~M_SLEEPERS))
 				continue;
 			if (ursa_k_futex_wake(&m->__word, 1, m_shared(v)) > 0)
-				return;
+				nobody = false;
 			v = ld_relaxed(&m->__word);
 			continue;
 		}
-		if (cas_relaxed(&m->__word, &v, m_tidy(v & ~M_WOKEN)))
+		uint32_t n = v - pin;
+		if (nobody && (v & M_WOKEN))
+			n = m_tidy(n & ~M_WOKEN);
+		if (n == v || cas_rel(&m->__word, &v, n))
 			return;
 	}
 }
 
 /* Free a HANDED lock nobody is going to claim. Unless `force`, only when no
- * waiter is registered (a registered waiter in transit will claim it). */
-static void m_take_back(ursa_mutex_t *m, bool force)
+ * waiter is registered (a registered waiter in transit will claim it).
+ * pin: as m_fixup's (the hand-off's unlock, whose wake found nobody). */
+static void m_take_back(ursa_mutex_t *m, bool force, uint32_t pin)
 {
 	uint32_t v = ld_relaxed(&m->__word);
-	while ((v & M_HANDED) && (force || !(v & M_CNT))) {
-		uint32_t n = m_tidy(v & ~(M_HANDED | M_LOCKED));
-		if (n & M_CNT)
-			n = (n & ~M_SLEEPERS) | M_WOKEN;
-		if (cas_rel(&m->__word, &v, n)) {
+	for (;;) {
+		uint32_t n = v - pin;
+		if ((v & M_HANDED) && (force || !(v & M_CNT))) {
+			n = m_tidy(n & ~(M_HANDED | M_LOCKED));
 			if (n & M_CNT)
-				m_wake_designated(m, m_shared(v));
-			return;
+				n = (n & ~M_SLEEPERS) | M_WOKEN;
 		}
+		if (n != v && !cas_rel(&m->__word, &v, n))
+			continue;
+		/* (With a pin, not forced: freed only with nobody registered, so
+		 * no wake follows the pin's release.) */
+		if (!(n & M_HANDED) && (v & M_HANDED) && (n & M_CNT))
+			m_wake_designated(m, m_shared(v), false);
+		return;
 	}
 }
 
@@ -198,7 +222,13 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 {
 	if (!m)
 		return -EINVAL;
-	return (ld_acquire(&m->__word) & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
+	/* Unlocked, with an unlock's pin: that unlock is between its release
+	 * and its last look at the word; let it finish (microseconds: a
+	 * futex wake) before the caller may free the memory. */
+	uint32_t v;
+	while (!((v = ld_acquire(&m->__word)) & (M_HELD | M_CNT)) && (v & M_PINS))
+		sched_yield();
+	return (v & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
 }
 
 static int mutex_take(void *obj, struct ursa_waiter *w)
@@ -306,7 +336,7 @@ static int mutex_abandon(void *obj, struct ursa_waiter *w)
 	w->aux &= ~(URSA_W_REQ | URSA_W_STAMPED);
 	/* A hand-off kept for us, or for nobody: take it back. */
 	if ((n & M_HANDED) && (requester || !(n & M_CNT)))
-		m_take_back(m, true);
+		m_take_back(m, true, 0);
 	return 0;
 }
 
@@ -337,7 +367,7 @@ static void mutex_pass_on(ursa_mutex_t *m)
 		}
 		/* Free with waiters: wake one, as an unlock would. */
 		if (cas_relaxed(&m->__word, &v, (v & ~M_SLEEPERS) | M_WOKEN)) {
-			m_wake_designated(m, m_shared(v));
+			m_wake_designated(m, m_shared(v), false);
 			return;
 		}
 	}
@@ -464,22 +494,38 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		if ((v & M_HELD) != M_LOCKED)
 			return -EPERM; /* free, or HANDED (held for the waiters) */
 		uint32_t n = m_tidy(v & ~M_LOCKED);
+		/* An unlock that wakes looks at the word again after its wake.
+		 * Its release takes a pin, and its last look drops it: a thread
+		 * that then takes, unlocks and destroys the mutex (POSIX lets
+		 * it free the memory at once) has its destroy wait for the pin,
+		 * so we never touch a destroyed mutex. The pins are full (as
+		 * many unlocks in that window at once): let one finish. */
+		bool wakes = (n & M_REQ) || ((n & M_SLEEPERS) && !(n & M_WOKEN));
+		if (wakes && (v & M_PINS) == M_PINS) {
+			sched_yield();
+			v = ld_relaxed(&m->__word);
+			continue;
+		}
 		if (n & M_REQ) {
 			/* A waiter starves: hand the lock to the waiters. */
 			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED | M_LOCKED;
-			if (!cas_rel(&m->__word, &v, n))
+			if (!cas_rel(&m->__word, &v, n + M_PIN_ONE))
 				continue;
 			URSA_TRACE(mutex_handoff, m);
 			ursa__turn_stop();
-			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
-				m_take_back(m, false); /* unless a registered waiter will claim it */
+			/* If the wake found nobody, take it back, unless a
+			 * registered waiter will claim it; drop the pin. */
+			if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
+				m_fixup(m, false, M_PIN_ONE);
+			else
+				m_take_back(m, false, M_PIN_ONE);
 			return 0;
 		}
 		if ((n & M_SLEEPERS) && !(n & M_WOKEN)) {
 			n = (n & ~M_SLEEPERS) | M_WOKEN;
-			if (!cas_rel(&m->__word, &v, n))
+			if (!cas_rel(&m->__word, &v, n + M_PIN_ONE))
 				continue;
-			if (m_wake_designated(m, sh))
+			if (m_wake_designated(m, sh, true))
 				ursa__let_woken_run();
 			return 0;
 		}
@@ -532,9 +578,11 @@ bool ursa__mutex_is_locked(const ursa_mutex_t *m)
 	return (ld_relaxed(&m->__word) & M_HELD) != 0;
 }
 
-/* The mutex's step table (lib/step.h). A ring locker's wake reaches it
- * late: it may claim a hand-off from its first step, and never sleeps on
- * a HANDED mutex (top of the file). */
+/* The mutex's step table (lib/step.h). A ring locker starts as a newcomer,
+ * as a blocked one does: its first step cannot claim a hand-off (before,
+ * an event loop that unlocked and started a new lock op took every
+ * hand-off a starving waiter asked for); from its first CQE on it counts
+ * as having slept. */
 static bool mutex_is_shared(const void *obj)
 {
 	return m_shared(ld_relaxed(&((const ursa_mutex_t *)obj)->__word));
@@ -547,7 +595,7 @@ const struct ursa_step_ops ursa__mutex_ops = {
 	.take = mutex_take,
 	.release = mutex_release,
 	.shared = mutex_is_shared,
-	.ring = {.slept = 1, .aux = URSA_W_RING},
+	.ring = {.aux = URSA_W_RING},
 };
 
 int ursa_mutex_lock_async(struct io_uring *r, ursa_mutex_t *m, struct ursa_op *op)

@@ -73,7 +73,13 @@ URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct t
 URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
 
 /* Check that *m is free and unwaited, for reuse or freeing.
- * Returns 0, -EBUSY (locked or waited on), -EINVAL. Never blocks. */
+ * Returns 0, -EBUSY (locked or waited on), -EINVAL. Does not sleep. As
+ * POSIX asks of pthread_mutex_destroy, a mutex may be destroyed and its
+ * memory freed as soon as it is unlocked, even while the unlock that freed
+ * it is still running on another thread: an unlock that woke a waiter looks
+ * at the word once more after its wake, and destroy waits (yielding the
+ * CPU) until every such unlock has finished with *m, microseconds
+ * (tests/fault/unlock_destroy.c). */
 URSA_API int ursa_mutex_destroy(ursa_mutex_t *m);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

@@ -155,8 +155,10 @@ Test(fault_mutex_handoff, ring_newcomer_not_stranded_on_handed)
  * W and makes it lose races (spurious wakes) until W asks for a hand-off
  * (REQ); A's unlock then hands m to W (HANDED, bit 0 still set: URSA_0.2).
  * Before W's completion is handled, the inline trylock (a bit-test-and-set
- * of bit 0), the exported one and a timed lock with a past deadline must
- * all find m held; W's completion then reports m taken, and m is W's to
+ * of bit 0), the exported one, a timed lock with a past deadline and a new
+ * ring lock op must all find m held (the ring op's first step claimed it
+ * before: an event loop that unlocks and locks again took every hand-off
+ * a starving waiter asked for); W's completion then reports m taken, and m is W's to
  * unlock. With the hand-off leaving bit 0 clear (the layout before
  * URSA_0.2), the inline trylock took m here, and W's claim made two
  * holders. The test fails if no hand-off was ever made. */
@@ -186,9 +188,18 @@ Test(fault_mutex_handoff, handed_off_mutex_not_taken_by_newcomer)
 		cr_assert_eq(ursa_mutex_trylock(&hm), -EBUSY, "inline trylock took %#x", v);
 		cr_assert_eq(trylock(&hm), -EBUSY, "trylock took %#x", v);
 		cr_assert_eq(ursa_mutex_timedlock(&hm, CLOCK_MONOTONIC, &past), -ETIMEDOUT);
+		/* Nor a ring newcomer: it queues (before, its first step
+		 * claimed the hand-off: rc 1, res 0). */
+		struct ursa_op n;
+		memset(&n, 0, sizeof(n));
+		int st = ursa_mutex_lock_async(&r, &hm, &n);
+		cr_assert_eq(st, 0, "a ring newcomer: start %d, res %d, word %#x", st, n.res, v);
 		int res = reap(&r, &w, 2000);
 		cr_assert_eq(res, 0, "W: res %d", res);
 		cr_assert_eq(ursa_mutex_trylock(&hm), -EBUSY, "W holds it");
+		cr_assert_eq(ursa_mutex_unlock(&hm), 0);
+		res = reap(&r, &n, 2000);
+		cr_assert_eq(res, 0, "the ring newcomer: res %d", res);
 		cr_assert_eq(ursa_mutex_unlock(&hm), 0);
 		cr_assert_eq(ursa_mutex_unlock(&hm), -EPERM);
 		cr_assert_eq(ursa_mutex_destroy(&hm), 0, "word %#x", hm.__word);

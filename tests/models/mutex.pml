@@ -40,7 +40,17 @@
  * pass-on claims and unlocks a HANDED lock (the issue 12 defect: with -DANY
  * the requester's hand-off is given away — caught by the hand-off assert);
  * 5 the hand-off leaves LOCKED clear, as before URSA_0.2, under the inline
- * bit-test-and-set (a newcomer takes the handed-off mutex).
+ * bit-test-and-set (a newcomer takes the handed-off mutex); 7 a ring locker
+ * counts as having slept from its first step, as before (a newcomer ring op
+ * claims a hand-off: the assert on the ghost `fresh`, a locker that has not
+ * registered in this acquisition).
+ *
+ * Pins: an unlock that wakes takes a pin (PINS, bits 5-6) in its release
+ * and drops it in its last step after the wake (fix-up or take-back), so
+ * destroy, which waits while the mutex is free with a pin, never lets the
+ * memory go while an unlock may still touch it. The model checks that the
+ * pins are protocol-neutral (every run ends with m == 0, so no pin leaks;
+ * no transition reads them) and never both taken with 3 lockers.
  *
  * Not modelled: the unlocker's occasional sched_yield() after its release
  * ("Turns" in lib/mutex.c). It changes no word and no futex queue, and the
@@ -52,7 +62,7 @@
  * no side effect in its failed rounds and is modelled as one atomic step.
  *
  * Word (SHARED, bit 31, is constant and left out): bit 0 LOCKED, 1
- * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, bits 5+ COUNT. HANDED is always set
+ * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, 5-6 PINS, bits 7+ COUNT. HANDED is always set
  * with LOCKED (INV, checked after every change of either): the inline lock
  * is a bit-test-and-set of LOCKED, which takes the mutex iff LOCKED was
  * clear and changes nothing otherwise, i.e. the newcomer's take below.
@@ -92,7 +102,9 @@
 #define W 4
 #define H 8
 #define REQ 16
-#define CNT_ONE 32
+#define PIN_ONE 32	/* bits 5-6: PINS, unlocks between release and last look */
+#define PINS 96
+#define CNT_ONE 128
 #define HELD (L | H)
 /* A handed-off mutex keeps LOCKED, so HELD is LOCKED. */
 #define INV() assert(BREAK == 5 || !(m & H) || (m & L))
@@ -100,14 +112,14 @@
  * not slept) looks at LOCKED alone, every other take at HELD; the same while
  * INV holds. -DBREAK=5: the old hand-off, HANDED without LOCKED. */
 #define TAKEN (BREAK == 5 && !registered && !slept -> L : HELD)
-#define CNT(v) ((v) & ~31)
+#define CNT(v) ((v) & ~127)
 /* m_tidy: with nobody registered nobody sleeps or asks. */
 #define TIDY(v) (CNT(v) > 0 -> (v) : ((v) & ~(S | W | REQ)))
 
 #define DONE 0
 #define WAIT 1
 
-byte m;		/* m->__word */
+int m;		/* m->__word */
 byte inside;	/* holders now: must never exceed 1 */
 bool reqd;	/* the last unlock handed off for a requester still waiting */
 
@@ -120,6 +132,8 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 		:: (m & TAKEN) && !CAN_CLAIM -> ok = false			\
 		:: else ->							\
 			assert(!(m & H) || registered || slept);		\
+			/* newcomers cannot take a handed-off mutex */	\
+			assert(!(m & H) || !fresh);				\
 			n = ((m - (registered -> CNT_ONE : 0)) & ~H) | L;	\
 			if							\
 			:: registered && slept && BREAK != 1 -> n = n & ~W			\
@@ -165,20 +179,23 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 			:: (m & H) || !slept || !rq -> skip			\
 			fi;							\
 			m = n; want = n; n = 0; INV();				\
-			registered = true;					\
+			registered = true; fresh = false;			\
 			bnd = ((want & (H | W)) && !ring && BOUND);		\
 			r = WAIT						\
 		fi								\
 	}
 
-/* m_fixup: our designated wake found nobody asleep. */
-#define fixup()									\
+/* m_fixup(nobody, pin): after a designated wake; if it found nobody (fx0
+ * = 1), the fix-up; its last step drops the unlock's pin (PIN_ONE or 0). */
+#define fixup(pin)								\
 	do									\
 	:: atomic {								\
 		if								\
-		:: !(m & W) -> fx = 1						\
-		:: (m & W) && !(m & HELD) && (m & S) -> m = m & ~S; fx = 2	\
-		:: else -> m = TIDY(m & ~W); fx = 1				\
+		:: fx0 == 1 && (m & W) && !(m & HELD) && (m & S) ->		\
+			m = m & ~S; fx = 2					\
+		:: fx0 == 1 && (m & W) && !((m & W) && !(m & HELD) && (m & S)) ->	\
+			m = TIDY((m - (pin)) & ~W); fx = 1			\
+		:: fx0 != 1 || !(m & W) -> m = m - (pin); fx = 1		\
 		fi								\
 	   };									\
 		if								\
@@ -186,38 +203,41 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 		:: else ->							\
 			futex_wake(0, 1, cnt, tmp);				\
 			if							\
-			:: cnt > 0 -> break					\
+			:: cnt > 0 -> fx0 = 0					\
 			:: else							\
 			fi							\
 		fi								\
 	od;									\
-	fx = 0; cnt = 0
+	fx = 0; fx0 = 0; cnt = 0
 
-/* m_wake_designated: wake 1 after setting WOKEN; nobody: fix up. */
-#define wake_designated()							\
+/* m_wake_designated(unpin): wake 1 after setting WOKEN; nobody: fix up;
+ * an unlock's wake drops its pin in the same last step. */
+#define wake_designated(pin)							\
 	futex_wake(0, 1, cnt, tmp);						\
 	if									\
-	:: cnt == 0 && BREAK != 2 -> fixup()					\
-	:: else									\
-	fi;									\
-	cnt = 0
+	:: cnt == 0 && BREAK != 2 -> cnt = 0; fx0 = 1; fixup(pin)		\
+	:: cnt == 0 && BREAK == 2 -> cnt = 0; fx0 = 0; fixup(pin)		\
+	:: cnt > 0 && (pin) > 0 -> cnt = 0; fx0 = 0; fixup(pin)		\
+	:: cnt > 0 && (pin) == 0 -> cnt = 0					\
+	fi
 
-/* m_take_back(force): free a HANDED lock nobody will claim. */
-#define take_back(force)							\
+/* m_take_back(force, pin): free a HANDED lock nobody will claim; the same
+ * step drops the unlock's pin (with a pin, force is false: no wake after). */
+#define take_back(force, pin)							\
 	atomic {								\
 		if								\
 		:: (m & H) && (force || CNT(m) == 0) ->				\
-			n = TIDY(m & ~(H | L));					\
+			n = TIDY((m - (pin)) & ~(H | L));			\
 			if							\
 			:: CNT(n) > 0 -> n = (n & ~S) | W; uw = 1		\
 			:: else -> uw = 0					\
 			fi;							\
 			m = n; n = 0; reqd = false; INV()			\
-		:: else -> uw = 0						\
+		:: else -> m = m - (pin); uw = 0				\
 		fi								\
 	};									\
 	if									\
-	:: uw == 1 -> uw = 0; wake_designated()				\
+	:: uw == 1 -> assert((pin) == 0); uw = 0; wake_designated(0)	\
 	:: else									\
 	fi
 
@@ -232,7 +252,7 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 			registered = false; rq = false				\
 		};								\
 		if								\
-		:: uw == 1 -> uw = 0; take_back(true)				\
+		:: uw == 1 -> uw = 0; take_back(true, 0)			\
 		:: else								\
 		fi								\
 	:: else									\
@@ -259,7 +279,7 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 	};									\
 	if									\
 	:: uw == 3 -> uw = 0; futex_wake(0, 1, cnt, tmp); cnt = 0		\
-	:: uw == 2 -> uw = 0; wake_designated()				\
+	:: uw == 2 -> uw = 0; wake_designated(0)				\
 	:: uw == 4 -> uw = 0; mutex_unlock()					\
 	:: uw == 0								\
 	fi
@@ -269,23 +289,29 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 	atomic {								\
 		assert((m & HELD) == L);	/* else -EPERM */		\
 		n = TIDY(m & ~L);						\
+		/* an unlock that wakes takes a pin (never more than 2 here:	\
+		 * C's full-pins wait is not reached with 3 lockers) */	\
 		if								\
 		:: n & REQ ->							\
-			m = (n & ~(S | REQ)) | H | (BREAK == 5 -> 0 : L);	\
+			m = ((n & ~(S | REQ)) | H | (BREAK == 5 -> 0 : L)) + PIN_ONE; \
 			uw = 2; reqd = true					\
-		:: !(n & REQ) && (n & S) && !(n & W) -> m = (n & ~S) | W; uw = 1 \
+		:: !(n & REQ) && (n & S) && !(n & W) -> m = ((n & ~S) | W) + PIN_ONE; uw = 1 \
 		:: else -> m = n; uw = 0					\
 		fi;								\
+		assert((m & PINS) != PINS);					\
 		n = 0; INV()							\
 	};									\
+	/* After the release the unlocker touches the word only while its \
+	 * pin is there (destroy waits for the pins: POSIX lets the	\
+	 * mutex be destroyed and freed as soon as it is unlocked). */	\
 	if									\
-	:: uw == 1 -> uw = 0; wake_designated()				\
+	:: uw == 1 -> uw = 0; wake_designated(PIN_ONE)			\
 	:: uw == 2 ->								\
 		uw = 0;								\
 		futex_wake(0, 1, cnt, tmp);					\
 		if								\
-		:: cnt == 0 -> cnt = 0; take_back(false)			\
-		:: else -> cnt = 0						\
+		:: cnt == 0 -> cnt = 0; take_back(false, PIN_ONE)		\
+		:: else -> cnt = 0; fx0 = 0; fixup(PIN_ONE)			\
 		fi								\
 	:: uw == 0								\
 	fi
@@ -303,13 +329,17 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
  */
 proctype Locker(bool ring; bool may_stop; bool may_try; byte spur; byte other)
 {
-	byte want, cnt, tmp, r, uw, fx, n, i;
+	int want, n;
+	byte cnt, tmp, r, uw, fx, fx0, i;
 	byte stops = (may_stop -> 1 : 0);
 	bool slept, got, ok, registered, bnd, rq;
+	bool fresh;	/* ghost: not registered yet in this acquisition */
 
 	for (i : 1 .. NITER) {
-		/* A ring op counts as having slept from its first step. */
-		slept = ring;
+		/* -DBREAK=7: a ring op counts as having slept from its first
+		 * step (before: it took a handed-off mutex as a newcomer). */
+		slept = (BREAK == 7 && ring);
+		fresh = true;
 		if
 		:: !ring ->
 			/* the inline CAS / trylock_slow / the newcomer spin:

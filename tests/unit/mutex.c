@@ -83,7 +83,7 @@ Test(mutex, exported_symbols_match_inline)
 /* The word's bits (lib/mutex.c), for the layout tests below. */
 #define T_LOCKED  0x1u
 #define T_HANDED  0x8u
-#define T_CNT_ONE 0x20u
+#define T_CNT_ONE 0x80u
 
 Test(mutex, handed_off_is_held_for_newcomers)
 {
@@ -385,7 +385,7 @@ static void *queue_worker(void *arg)
 	for (int i = 0; i < 200 || (atomic_load(&q->most_registered) < 8 && i < 20000); i++) {
 		cr_assert_eq(ursa_mutex_lock(&q->m), 0);
 		t_excl_enter(&q->check);
-		unsigned n = (__atomic_load_n(&q->m.__word, __ATOMIC_RELAXED) & 0x7fffffe0u) >> 5;
+		unsigned n = (__atomic_load_n(&q->m.__word, __ATOMIC_RELAXED) & 0x7fffff80u) >> 7;
 		unsigned most = atomic_load(&q->most_registered);
 		while (n > most && !atomic_compare_exchange_weak(&q->most_registered, &most, n))
 			;
