@@ -14,17 +14,20 @@
  *   after. Each sleep of the blocking loop *on that object* (not the
  *   condvar's re-lock of its mutex, which is no cancellation point) then
  *   runs with PTHREAD_CANCEL_ASYNCHRONOUS, inside a cleanup handler that
- *   abandons the wait (the waiter's registration is undone, so the object
- *   stays consistent), sets .given when abandon said the object had been
- *   handed to this waiter (a condvar: a signal came since it registered,
- *   and may have woken it), and clears .obj.
+ *   gives the wait up (the waiter's registration is undone, so the object
+ *   stays consistent) through the object's `cancelled` step (lib/step.h),
+ *   or its abandon where it has none (then .given says whether abandon
+ *   found the object handed to this waiter), and clears .obj. A condvar's
+ *   `cancelled` passes on a signal that came since the waiter registered
+ *   (signal once more: at worst a spurious wakeup), so the cancelled waiter
+ *   consumes none meant for the others, and does so before it leaves, so
+ *   that a destroy waiting for the waiters cannot return while the pass-on
+ *   still touches the condvar. A semaphore's abandon passes a unit on by
+ *   itself (lib/sem.c, "pass-on").
  *
  *   The shim pushes its own cleanup handler outside ursa's wait: it runs
- *   next, re-takes the mutex (a condvar) so that the program's handlers run
- *   holding it, as POSIX wants, and passes a given signal on (signal once
- *   more: at worst a spurious wakeup), so the cancelled waiter consumes
- *   none meant for the others. A semaphore's abandon passes a unit on by
- *   itself (lib/sem.c, "pass-on").
+ *   next and re-takes the mutex (a condvar) so that the program's handlers
+ *   run holding it, as POSIX wants.
  *
  * The asynchronous window covers only the futex call and the instructions
  * around it that touch nothing shared: an unwind from anywhere in it leaves

@@ -195,6 +195,24 @@ static int cond_abandon(void *obj, struct ursa_waiter *w)
 	return signalled ? 1 : 0;
 }
 
+/* Cancelled in its sleep (the pthread shim, lib/cancel.h): the waiter will
+ * report no wakeup, so a signal that came since it registered (and may have
+ * woken it) is passed on: signalled again while it is still registered,
+ * then it leaves as a signalled waiter would. The same count as leaving
+ * first and signalling after (SIG + 1 - 1, REG - 1), but the leave is its
+ * last touch of *c: a destroy that waits for the waiters to leave (the
+ * shim's, as POSIX lets a program destroy the condvar once none waits)
+ * cannot return while the pass-on still uses *c. */
+static void cond_cancelled(void *obj, struct ursa_waiter *w)
+{
+	ursa_cond_t *c = obj;
+	if (!w->registered)
+		return;
+	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux)
+		cond_wake(c, false);
+	cond_deregister(c, w, __atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux);
+}
+
 /* The condvar's step table (lib/step.h): a composite — its wait, then its
  * mutex, which a ring op re-takes whatever the wait's result. */
 static bool cond_is_shared(const void *obj)
@@ -206,6 +224,7 @@ const struct ursa_step_ops ursa__cond_ops = {
 	.name = "cond",
 	.step = cond_step,
 	.abandon = cond_abandon,
+	.cancelled = cond_cancelled,
 	.shared = cond_is_shared,
 	.then = &ursa__mutex_ops,
 };

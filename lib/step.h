@@ -93,6 +93,11 @@ struct ursa_step_ops {
 	 * announced (and maybe slept): abandon, then pass on any wake this
 	 * waiter may have consumed. NULL: abandon is enough. */
 	void (*release)(void *obj, struct ursa_waiter *w);
+	/* Blocked thread cancelled in its sleep (pthread_cancel through the
+	 * shim, lib/cancel.h): give up as abandon does, and pass on whatever
+	 * this waiter was given, since it will not report it, before the
+	 * last touch of obj. NULL: abandon (its result becomes .given). */
+	void (*cancelled)(void *obj, struct ursa_waiter *w);
 	/* A composite wait (the condvar: its wait, then its mutex): once
 	 * this wait is over, whatever its result, the op takes its second
 	 * object with these ops, ignoring cancel and deadline. */

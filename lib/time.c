@@ -70,7 +70,12 @@ struct cancel_ctx {
 static void cancel_cleanup(void *arg)
 {
 	struct cancel_ctx *x = arg;
-	ursa__cancel_point.given = x->ops->abandon(x->obj, x->w) == 1;
+	if (x->ops->cancelled) {
+		x->ops->cancelled(x->obj, x->w);
+		ursa__cancel_point.given = 0;
+	} else {
+		ursa__cancel_point.given = x->ops->abandon(x->obj, x->w) == 1;
+	}
 	ursa__cancel_point.obj = NULL;
 }
 

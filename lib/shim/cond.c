@@ -28,9 +28,10 @@
  * Cancellation (deferred, as glibc's): pthread_cond_wait acts on a pending
  * request on entry, holding the mutex, and while asleep: ursa's blocking
  * loop enables asynchronous cancellation around the futex call alone and
- * abandons the wait if cancelled there (lib/cancel.h). Our cleanup handler
- * then re-takes the caller's mutex, so the program's handlers run holding
- * it, as POSIX wants, and passes on a signal the waiter may have consumed.
+ * abandons the wait if cancelled there, passing on a signal the waiter may
+ * have consumed before it leaves (lib/cancel.h). Our cleanup handler then
+ * re-takes the caller's mutex, so the program's handlers run holding it, as
+ * POSIX wants.
  */
 #include "lib/shim/shim.h"
 
@@ -144,14 +145,15 @@ struct cancel_undo {
 	bool bridged;
 };
 
-/* Cancelled asleep; ursa's cleanup has deregistered the waiter. Leave the
- * bridge, re-take the caller's mutex (the program's handlers expect to
- * hold it), and signal once more if a signal may have woken us. */
+/* Cancelled asleep; ursa's cleanup has passed on a signal that may have
+ * woken us and deregistered the waiter, in that order (lib/cond.c,
+ * cond_cancelled: the condvar may be destroyed once we left it). Leave the
+ * bridge, and re-take the caller's mutex (the program's handlers expect to
+ * hold it). */
 static void cond_cancelled(void *arg)
 {
 	struct cancel_undo *u = arg;
 	struct shim_mutex *m = shim_mutex(u->pm);
-	bool given = ursa__cancel_point.given;
 	ursa__cancel_point.given = 0;
 	if (u->bridged) {
 		__atomic_fetch_sub(&u->c->bridged, 1, __ATOMIC_RELEASE);
@@ -164,8 +166,6 @@ static void cond_cancelled(void *arg)
 		ursa_mutex_lock(&m->word);
 		shim_mutex_own(m, u->kind, u->saved);
 	}
-	if (given)
-		ursa_cond_signal(&u->c->c);
 }
 
 static __attribute__((noinline)) int wait_bridged(struct shim_cond *c, pthread_mutex_t *pm,

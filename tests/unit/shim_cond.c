@@ -804,6 +804,76 @@ Test(shim_cond, cancel_does_not_eat_a_signal)
 	cr_assert_gt(cancelled, 0, "no round cancelled a waiter woken by the signal");
 }
 
+/* POSIX lets a program destroy a condvar once no thread waits on it. A
+ * waiter cancelled after a signal passes that signal on (above); it must do
+ * so before it stops waiting, not after its cleanup has re-taken the mutex:
+ * the thread that holds the mutex may destroy the condvar and reuse its
+ * memory meanwhile. W1 and W2 wait, W2 queued second; holding m, the main
+ * thread signals (W1 is woken, and the sequence moves past W2's snapshot),
+ * cancels W2, destroys the condvar (it returns once W2 has left), fills its
+ * memory with other data and lets m go. Nothing may write that memory
+ * afterwards (before: W2's cleanup signalled into it once it had m). */
+static union {
+	pthread_cond_t c;
+	uint32_t w[sizeof(pthread_cond_t) / 4];
+} cd_u;
+static pthread_mutex_t cd_m = PTHREAD_MUTEX_INITIALIZER;
+static int cd_ready; /* guarded by cd_m */
+static atomic_int cd_tid[2];
+
+static void cd_unlock(void *p)
+{
+	(void)p;
+	pthread_mutex_unlock(&cd_m);
+}
+
+static void *cd_waiter(void *p)
+{
+	int i = (int)(intptr_t)p;
+	atomic_store(&cd_tid[i], (int)gettid());
+	pthread_mutex_lock(&cd_m);
+	cd_ready++;
+	pthread_cleanup_push(cd_unlock, NULL);
+	pthread_cond_wait(&cd_u.c, &cd_m); /* once: W1 is signalled, W2 cancelled */
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+Test(shim_cond, cancelled_waiter_leaves_the_condvar_before_its_cleanup)
+{
+	for (int round = 0; round < 10; round++) {
+		cr_assert_eq(pthread_cond_init(&cd_u.c, NULL), 0);
+		cd_ready = 0;
+		atomic_store(&cd_tid[0], 0);
+		atomic_store(&cd_tid[1], 0);
+		pthread_t t[2];
+		for (int i = 0; i < 2; i++) {
+			cr_assert_eq(pthread_create(&t[i], NULL, cd_waiter, (void *)(intptr_t)i), 0);
+			/* Inside its wait once m is free after its count. */
+			lock_once_counted(&cd_m, &cd_ready, i + 1);
+			cr_assert_eq(pthread_mutex_unlock(&cd_m), 0);
+			t_wait_sleeping(atomic_load(&cd_tid[i]));
+		}
+		cr_assert_eq(pthread_mutex_lock(&cd_m), 0);
+		cr_assert_eq(pthread_cond_signal(&cd_u.c), 0);
+		cr_assert_eq(pthread_cancel(t[1]), 0);
+		cr_assert_eq(pthread_cond_destroy(&cd_u.c), 0);
+		/* Other data: (as a condvar) 5 waiters, none signalled. */
+		for (size_t k = 0; k < sizeof(cd_u.w) / 4; k++)
+			cd_u.w[k] = 5u;
+		cr_assert_eq(pthread_mutex_unlock(&cd_m), 0);
+		void *ret;
+		cr_assert_eq(pthread_join(t[0], &ret), 0);
+		cr_assert_null(ret);
+		cr_assert_eq(pthread_join(t[1], &ret), 0);
+		cr_assert_eq(ret, PTHREAD_CANCELED);
+		for (size_t k = 0; k < sizeof(cd_u.w) / 4; k++)
+			cr_assert_eq(cd_u.w[k], 5u,
+				     "round %d: word %zu of the destroyed condvar written: %#x", round,
+				     k, cd_u.w[k]);
+	}
+}
+
 /* ------------------------------------------------- ursa's waiter limit */
 
 struct full_taker {
