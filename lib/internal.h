@@ -236,9 +236,10 @@ URSA_PRIVATE_FN int ursa__check_deadline(clockid_t clk, const struct timespec *a
 /* true when abs (non-NULL) is already past on clk. */
 URSA_PRIVATE_FN bool ursa__deadline_passed(clockid_t clk, const struct timespec *abs);
 /* The deadline of a sleep of at most us microseconds that must also end by
- * abs (NULL: none), both on clk: abs if that comes first, else *bound, set
- * to now + us. */
-URSA_PRIVATE_FN const struct timespec *ursa__bounded_deadline(clockid_t clk, unsigned us,
+ * abs (NULL: none, *clk unused) on *clk: abs if that comes first, else
+ * *bound, set to now + us on CLOCK_MONOTONIC (then *clk becomes that: a
+ * step of the wall clock does not stretch the bound). */
+URSA_PRIVATE_FN const struct timespec *ursa__bounded_deadline(clockid_t *clk, unsigned us,
 							      const struct timespec *abs,
 							      struct timespec *bound);
 

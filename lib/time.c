@@ -43,11 +43,21 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-const struct timespec *ursa__bounded_deadline(clockid_t clk, unsigned us,
+const struct timespec *ursa__bounded_deadline(clockid_t *clk, unsigned us,
 					      const struct timespec *abs, struct timespec *bound)
 {
-	bound_from_now(clk, us, bound);
-	return !abs || ts_before(bound, abs) ? bound : abs;
+	/* The bound is a time, not a wall-clock reading: kept on
+	 * CLOCK_MONOTONIC, so that a step of the wall clock does not stretch
+	 * it (a blocked writer's 10 ms, lib/rwlock.c). The caller's deadline
+	 * if that comes first. */
+	clockid_t c = abs ? *clk : CLOCK_MONOTONIC;
+	bound_from_now(c, us, bound);
+	if (abs && !ts_before(bound, abs))
+		return abs;
+	if (c != CLOCK_MONOTONIC)
+		bound_from_now(CLOCK_MONOTONIC, us, bound);
+	*clk = CLOCK_MONOTONIC;
+	return bound;
 }
 
 /* Sleep as the step asked: one futex word, or every word of a wait-any. */
@@ -110,12 +120,13 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		/* A bounded wait sleeps at most wt.bound_us (or until the
 		 * caller's deadline, if that comes first). */
 		struct timespec bound;
+		clockid_t dclk = clk;
 		const struct timespec *dl =
-		    wt.bound_us ? ursa__bounded_deadline(clk, wt.bound_us, abs, &bound) : abs;
+		    wt.bound_us ? ursa__bounded_deadline(&dclk, wt.bound_us, abs, &bound) : abs;
 		if (unlikely(ursa__cancel_point.obj == obj))
-			r = sleep_cancellable(obj, ops, w, &wt, clk, dl);
+			r = sleep_cancellable(obj, ops, w, &wt, dclk, dl);
 		else
-			r = sleep_on(&wt, clk, dl);
+			r = sleep_on(&wt, dclk, dl);
 		w->slept = 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */

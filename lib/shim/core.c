@@ -62,8 +62,8 @@ int shim_wait_a_little(uint32_t *word, unsigned *round, clockid_t clk, const str
 		clk = CLOCK_MONOTONIC;
 	/* Private key even for a word in shared memory: no one wakes it; the
 	 * kernel only compares the value and times out. */
-	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, clk,
-			  ursa__bounded_deadline(clk, us, abs, &bound));
+	const struct timespec *dl = ursa__bounded_deadline(&clk, us, abs, &bound);
+	ursa_k_futex_wait(word, __atomic_load_n(word, __ATOMIC_RELAXED), false, clk, dl);
 	return 0;
 }
 
