@@ -317,11 +317,17 @@ static int op_cqe(struct io_uring *r, struct ursa_op *op, int res)
 	struct op_priv *p = P(op);
 	p->w.slept = 1;
 	if (p->ops->flags & URSA_OPS_CQE_RESULT) {
-		/* waitid: the CQE is the result; a cancel says why. */
-		if (res == -ECANCELED)
-			res = op_state(op) == S_STOPPING ? p->reason
-			      : deadline_passed(op)	 ? -ETIMEDOUT
-							 : -ECANCELED;
+		/* waitid: the CQE is the result; a cancel says why. One that
+		 * is neither ours nor our deadline's (the application's own
+		 * ASYNC_CANCEL): re-armed, as the futex waits below are. */
+		if (res == -ECANCELED) {
+			if (op_state(op) == S_STOPPING)
+				res = p->reason;
+			else if (deadline_passed(op))
+				res = -ETIMEDOUT;
+			else
+				return op_advance(r, op, false);
+		}
 		return op_finish(op, res);
 	}
 	if (op_state(op) == S_ARMED && res < 0 && res != -EAGAIN) {

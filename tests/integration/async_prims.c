@@ -594,6 +594,46 @@ Test(async_prims, waitid_cancel_leaves_the_child_to_reap)
 	io_uring_queue_exit(&r);
 }
 
+/* The application's own cancel of everything on the ring
+ * (IORING_ASYNC_CANCEL_ANY) is not the op's end (ursa/async.h): a waitid
+ * op is re-armed, as the futex waits are (before, it finished with
+ * -ECANCELED), and still reports the child's exit. A lock op beside it is
+ * the control. */
+Test(async_prims, waitid_rearmed_after_the_applications_cancel)
+{
+	require_waitid();
+	struct io_uring r;
+	ring_init(&r);
+	int fd;
+	pid_t pid = held_child(&fd);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	ursa_mutex_t m = URSA_MUTEX_INIT;
+	cr_assert_eq(ursa_mutex_lock(&m), 0);
+	struct ursa_op op = URSA_OP_INIT, mop = URSA_OP_INIT;
+	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
+	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &mop), 0);
+	cr_assert_geq(io_uring_submit(&r), 2);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
+	cr_assert_not_null(sqe);
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->user_data = 42;
+	/* Only the cancel's own CQE reaches the application; nothing ends. */
+	cr_assert_eq(t_drain(&r, 50), 1);
+	close(fd);
+	cr_assert_eq(reap(&r), &op);
+	cr_assert_eq(op.res, 0, "res %d", op.res);
+	cr_assert_eq(si.si_pid, pid);
+	cr_assert_eq(si.si_code, CLD_EXITED);
+	cr_assert_eq(si.si_status, 5);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(reap(&r), &mop);
+	cr_assert_eq(mop.res, 0);
+	cr_assert_eq(ursa_mutex_unlock(&m), 0);
+	cr_assert_eq(t_drain(&r, 20), 0);
+	io_uring_queue_exit(&r);
+}
+
 Test(async_prims, waitid_deadline_both_clocks)
 {
 	require_waitid();
