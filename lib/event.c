@@ -20,8 +20,12 @@
  * Invariant: WAITERS (not COUNT) carries the wakeups: a waiter's "WAITERS
  * on" and set's "SET on" are CASes on one word, so either set sees WAITERS
  * and wakes all, or the waiter's CAS fails and it sees SET or a new GEN.
- * GEN makes the compare ABA-proof short of exactly 2^18 sets between a
- * waiter's load and its sleep. A stale WAITERS costs one useless wake-all.
+ * GEN makes the compare ABA-proof short of a multiple of 2^18 sets (each
+ * with a reset after it) between a waiter's snapshot and its next step
+ * after a wake: for a blocked thread its wake-up latency, but for a ring
+ * op the time until its event loop handles the CQE, which may be long; a
+ * waiter that finds GEN back where it was waits on (ursa/event.h, Limits).
+ * A stale WAITERS costs one useless wake-all.
  *
  * Auto-reset transitions:
  *   set:     if not SET: CAS SET on; COUNT > 0: wake 1 (sets do not

@@ -6,6 +6,13 @@
  * progress when set ran returns 0, even if reset follows at once) and the
  * event stays set until reset. Auto-reset: set releases exactly one wait
  * (the event stays set until one waiter consumes it).
+ *
+ * Limits (manual-reset): a waiter tells "a set came" by an 18-bit count of
+ * sets. If exactly a multiple of 2^18 set/reset pairs come between its
+ * start and the moment it looks again after being woken, it takes them for
+ * none and waits on. For a blocked thread that window is its wake-up
+ * latency; for an ursa_event_wait_async op it lasts until the event loop
+ * handles the op's completion (262,144 pairs took 0.2 s here).
  */
 #ifndef URSA_EVENT_H
 #define URSA_EVENT_H
