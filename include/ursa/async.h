@@ -20,7 +20,9 @@
  *   -EAGAIN  (Linux 6.17+) the first private ring wait of a single-threaded
  *            process starts and joins a thread, so that its private futex
  *            hash exists before the wait is armed (kernel/futex.c), and no
- *            thread could be started (nothing changed);
+ *            thread could be started (nothing changed); or (the rwlock's
+ *            starters) a limit of the rwlock was reached: the reader count
+ *            or the registered waiters (nothing changed; ursa/rwlock.h);
  *   -EINVAL  bad arguments, or op already in flight, or op has a deadline
  *            and r's SQ ring has a single entry (the wait and its linked
  *            timeout are queued together), or r is an IORING_SETUP_IOPOLL
@@ -39,7 +41,17 @@
  * IORING_ASYNC_CANCEL_ANY) is taken for a spurious wake and re-armed.
  *
  * Ring waiters and blocked threads interoperate on the same objects,
- * process-private or URSA_SHARED.
+ * process-private or URSA_SHARED. An unlock or post that wakes a ring
+ * waiter leaves the object to it until its event loop handles the CQE
+ * (later unlocks and posts do not wake a second waiter meanwhile; blocked
+ * threads bound such a sleep at 10 ms only where they went to sleep after
+ * the wake). So a thread must not block on an object (ursa_mutex_lock,
+ * ursa_sem_wait, ...) while an op of its own on that object is in flight
+ * in an IORING_SETUP_DEFER_TASKRUN ring that only it can run: the wake may
+ * go to the op, which cannot complete until the thread returns to its loop
+ * (with other rings the kernel runs the completion's task work as soon as
+ * the thread sleeps, and its wait ends). Use the ring for that object, or
+ * a trylock, there.
  */
 #ifndef URSA_ASYNC_H
 #define URSA_ASYNC_H

@@ -101,9 +101,11 @@ struct ursa_op;
 /* Take a read / the write lock inside the ring r: op (zeroed, or
  * URSA_OP_INIT; optionally given ursa_op_set_deadline) finishes through
  * ursa_handle_cqe with res 0 when the lock is held in that mode,
- * -ETIMEDOUT, -ECANCELED (not held), or -EAGAIN (rdlock: reader count
+ * -ETIMEDOUT, -ECANCELED (not held), or -EAGAIN (rdlock: the reader count
  * would overflow). Returns 1 (finished at once: op->res set; nothing
- * queued), 0 (in flight: SQEs queued, the caller submits), -EBUSY (SQ ring
+ * queued), 0 (in flight: SQEs queued, the caller submits), -EAGAIN (at the
+ * start: the reader count would overflow, or 4095 waiters wait already;
+ * nothing queued or changed), -EBUSY (SQ ring
  * full; nothing changed), -EOPNOTSUPP (no io_uring futex ops), -EINVAL
  * (NULL argument, op in flight) -- the starter contract of ursa/async.h.
  * Never blocks. */
