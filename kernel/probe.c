@@ -40,7 +40,12 @@
 #include <unistd.h>
 
 static struct ursa_features cached;
-static int cached_state; /* 0 unknown, 2 being written (claimed), 1 valid */
+/* 0 unknown, 1 valid, -pid: being written by a thread of process pid (the
+ * claimer). A child forked while its parent's claimer was writing sees the
+ * parent's pid there, which no thread of its own will ever publish: it
+ * takes the claim back (before, such a child probed the kernel, a ring set
+ * up and torn down, at every call for good). */
+static int cached_state;
 
 /* Test hook: URSA_TEST_PROBE_DELAY_US=N (1..999999) holds the first
  * publisher for N microseconds between claiming the cache and publishing
@@ -168,12 +173,19 @@ __attribute__((visibility("default"))) int ursa_probe(struct ursa_features *f)
 	t.futex_waitv = ursa_k_have_futex_waitv();
 	int saved_errno = errno; /* calloc, the probe's ring, the test hook's */
 	bool lasting = probe_uring(&t);
-	int unknown = 0;
-	if (lasting && __atomic_compare_exchange_n(&cached_state, &unknown, 2, false, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED)) {
-		publish_delay();
-		cached = t;
-		__atomic_store_n(&cached_state, 1, __ATOMIC_RELEASE);
+	if (lasting) {
+		int me = -(int)getpid();
+		int st = __atomic_load_n(&cached_state, __ATOMIC_RELAXED);
+		if (st < 0 && st != me)
+			__atomic_compare_exchange_n(&cached_state, &st, 0, false, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED); /* our parent's claim */
+		int unknown = 0;
+		if (__atomic_compare_exchange_n(&cached_state, &unknown, me, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			publish_delay();
+			cached = t;
+			__atomic_store_n(&cached_state, 1, __ATOMIC_RELEASE);
+		}
 	}
 	errno = saved_errno;
 	*f = t;

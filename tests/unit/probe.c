@@ -241,3 +241,63 @@ Test(probe, transient_refusal_is_not_cached)
 	int st = in_child(transient_child, 0);
 	cr_assert_eq(st, 0, "step %d failed (see transient_child)", st);
 }
+
+/* A child forked while its parent's first probe was between claiming the
+ * cache and publishing it (the parent's claimer is not in the child) takes
+ * the claim back and caches its own answer: its next probe, with no file
+ * descriptor to spare for a probe ring, still answers from the cache.
+ * Before, such a child never cached: every probe set up a ring (and with
+ * no descriptor left, answered "no ring"). */
+static void *slow_first_probe(void *arg)
+{
+	struct ursa_features f;
+	*(int *)arg = ursa_probe(&f);
+	return NULL;
+}
+
+static int forked_during_publication_child(long unused)
+{
+	(void)unused;
+	setenv("URSA_TEST_PROBE_DELAY_US", "300000", 1);
+	int r = -1;
+	pthread_t t;
+	if (pthread_create(&t, NULL, slow_first_probe, &r) != 0)
+		return 10;
+	usleep(100000); /* the thread holds its claim for 300 ms */
+	pid_t pid = fork();
+	if (pid < 0)
+		return 11;
+	if (pid == 0) {
+		unsetenv("URSA_TEST_PROBE_DELAY_US");
+		struct ursa_features f;
+		if (ursa_probe(&f) != 0 || !same(&f, &want))
+			_exit(20);
+		struct rlimit none;
+		if (getrlimit(RLIMIT_NOFILE, &none) != 0)
+			_exit(21);
+		int highest = dup(0);
+		if (highest < 0)
+			_exit(22);
+		close(highest);
+		none.rlim_cur = (rlim_t)highest;
+		if (setrlimit(RLIMIT_NOFILE, &none) != 0)
+			_exit(23);
+		if (ursa_probe(&f) != 0 || !same(&f, &want))
+			_exit(24); /* not cached: probed again, and found no ring */
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 12;
+	if (pthread_join(t, NULL) != 0 || r != 0)
+		return 13;
+	return WEXITSTATUS(st);
+}
+
+Test(probe, child_forked_during_publication_caches)
+{
+	unsetenv("URSA_TEST_PROBE_DELAY_US");
+	reference_answer();
+	int st = in_child(forked_during_publication_child, 0);
+	cr_assert_eq(st, 0, "exit %d (24: the child's probe was not cached)", st);
+}
