@@ -75,34 +75,33 @@ static inline int restore_errno(int saved, int r)
 #define RESTORE_ERRNO(r) restore_errno(saved_errno_, (r))
 
 static int legacy_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
-		       const struct timespec *abs)
+		       const struct timespec *abs, uint32_t bits)
 {
 	int op = FUTEX_WAIT_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
 	if (abs && clk == CLOCK_REALTIME)
 		op |= FUTEX_CLOCK_REALTIME;
-	return (int)sys_ret(syscall(SYS_futex, uaddr, op, val, abs, NULL, FUTEX_BITSET_MATCH_ANY));
+	return (int)sys_ret(syscall(SYS_futex, uaddr, op, val, abs, NULL, bits));
 }
 
 static int futex_wait_raw(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
-			  const struct timespec *abs)
+			  const struct timespec *abs, uint32_t bits)
 {
 	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
-		long r = syscall(SYS_futex_wait, uaddr, (unsigned long)val,
-				 (unsigned long)FUTEX_BITSET_MATCH_ANY, ursa_k_futex2_flags(shared),
-				 abs, abs ? clk : CLOCK_MONOTONIC);
+		long r = syscall(SYS_futex_wait, uaddr, (unsigned long)val, (unsigned long)bits,
+				 ursa_k_futex2_flags(shared), abs, abs ? clk : CLOCK_MONOTONIC);
 		if (r == 0)
 			return 0;
 		if (!refused(errno))
 			return -errno;
 		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
 	}
-	return legacy_wait(uaddr, val, shared, clk, abs);
+	return legacy_wait(uaddr, val, shared, clk, abs, bits);
 }
 
-static int futex_wake_raw(uint32_t *uaddr, int n, bool shared)
+static int futex_wake_raw(uint32_t *uaddr, int n, bool shared, uint32_t bits)
 {
 	if (__atomic_load_n(&have_futex2, __ATOMIC_RELAXED) >= 0) {
-		long r = syscall(SYS_futex_wake, uaddr, (unsigned long)FUTEX_BITSET_MATCH_ANY, n,
+		long r = syscall(SYS_futex_wake, uaddr, (unsigned long)bits, n,
 				 ursa_k_futex2_flags(shared));
 		if (r >= 0)
 			return (int)r;
@@ -111,7 +110,7 @@ static int futex_wake_raw(uint32_t *uaddr, int n, bool shared)
 		__atomic_store_n(&have_futex2, -1, __ATOMIC_RELAXED);
 	}
 	int op = FUTEX_WAKE_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
-	return (int)sys_ret(syscall(SYS_futex, uaddr, op, n, NULL, NULL, FUTEX_BITSET_MATCH_ANY));
+	return (int)sys_ret(syscall(SYS_futex, uaddr, op, n, NULL, NULL, bits));
 }
 
 static int futex_waitv_raw(struct futex_waitv *v, unsigned n, clockid_t clk,
@@ -132,13 +131,27 @@ int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 		      const struct timespec *abs)
 {
 	SAVE_ERRNO;
-	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs));
+	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs, FUTEX_BITSET_MATCH_ANY));
+}
+
+int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+			   const struct timespec *abs, uint32_t bits)
+{
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(
+	    futex_wait_raw(uaddr, val, shared, clk, abs, bits ? bits : FUTEX_BITSET_MATCH_ANY));
 }
 
 int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
 {
 	SAVE_ERRNO;
-	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared));
+	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared, FUTEX_BITSET_MATCH_ANY));
+}
+
+int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits)
+{
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared, bits ? bits : FUTEX_BITSET_MATCH_ANY));
 }
 
 int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,

@@ -26,6 +26,14 @@ URSA_HIDDEN int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, cl
 /* Wake at most `n` waiters (n <= INT_MAX) of uaddr; returns how many woke. */
 URSA_HIDDEN int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared);
 
+/* The same with a bitset (0: any): a waiter sleeps with its bits, and a wake
+ * wakes only waiters whose bits meet its own (FUTEX_WAIT_BITSET; futex2's
+ * mask). The kernel picks among them as for the plain calls: real-time
+ * waiters first, by priority, then FIFO. */
+URSA_HIDDEN int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+				       const struct timespec *abs, uint32_t bits);
+URSA_HIDDEN int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits);
+
 /* Sleep until one of the words in v (1..128 entries; flags per entry from
  * ursa_k_futex2_flags()) differs from its val or is woken. Returns the woken
  * index, -EAGAIN if some word already differed, -ETIMEDOUT, -EINTR,

@@ -87,7 +87,7 @@ static bool try_ops(struct io_uring *ring, struct ursa_features *f)
 	for (int i = 0; i < 4; i++)
 		if (!(sqe[i] = io_uring_get_sqe(ring)))
 			return false;
-	ursa_k_prep_futex_wait(sqe[0], &word, 0, false);
+	ursa_k_prep_futex_wait(sqe[0], &word, 0, false, 0);
 	ursa_k_prep_futex_wake(sqe[1], &word, 1, false);
 	ursa_k_prep_futex_waitv(sqe[2], &v, 1);
 	ursa_k_prep_waitid(sqe[3], P_PID, (id_t)getpid(), &si, WEXITED | WNOHANG);

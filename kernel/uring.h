@@ -39,12 +39,13 @@ static inline void ursa_k_prep(struct io_uring_sqe *sqe, uint8_t op, int fd, uin
 	sqe->off = off;
 }
 
+/* bits: the waiter's bitset (0: any; ursa_k_futex_wake_bits). */
 static inline void ursa_k_prep_futex_wait(struct io_uring_sqe *sqe, uint32_t *uaddr, uint32_t val,
-					  bool shared)
+					  bool shared, uint32_t bits)
 {
 	ursa_k_prep(sqe, IORING_OP_FUTEX_WAIT, (int)ursa_k_futex2_flags(shared),
 		    (uint64_t)(uintptr_t)uaddr, 0, val);
-	sqe->addr3 = FUTEX_BITSET_MATCH_ANY;
+	sqe->addr3 = bits ? bits : FUTEX_BITSET_MATCH_ANY;
 }
 
 /* n is an int in the kernel: INT_MAX wakes all (UINT32_MAX would be -1). */

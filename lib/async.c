@@ -222,7 +222,7 @@ static int op_arm(struct io_uring *r, struct ursa_op *op, const struct ursa_wait
 		ursa_k_prep_waitid(sqe[0], (idtype_t)wt->a, (id_t)wt->b, wt->addr, (int)wt->val);
 		break;
 	default:
-		ursa_k_prep_futex_wait(sqe[0], wt->addr, wt->val, wt->shared);
+		ursa_k_prep_futex_wait(sqe[0], wt->addr, wt->val, wt->shared, wt->bits);
 		break;
 	}
 	P(op)->gen++;
@@ -315,7 +315,7 @@ static int op_advance(struct io_uring *r, struct ursa_op *op, bool starting)
 static int op_cqe(struct io_uring *r, struct ursa_op *op, int res)
 {
 	struct op_priv *p = P(op);
-	p->w.slept = 1;
+	p->w.slept = res == 0 && !(p->ops->flags & URSA_OPS_CQE_RESULT) ? URSA_SLEPT_WOKEN : 1;
 	if (p->ops->flags & URSA_OPS_CQE_RESULT) {
 		/* waitid: the CQE is the result; a cancel says why. One that
 		 * is neither ours nor our deadline's (the application's own

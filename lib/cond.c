@@ -23,13 +23,22 @@
  * total order), so that waiter wakes. A waiter registers while it holds
  * m, so a signaller that acts after the waiter's unlock counts it (lib/step.h
  * says why the wake cannot be lost). The kernel wakes futex waiters —
- * threads and ring ops alike — in FIFO order. A waiter that gives up after
- * a signal may have consumed its wake: its abandon reports the wait as
- * woken (1), so the signal is delivered, not lost. Spurious wakeups happen,
- * as POSIX allows.
+ * threads and ring ops alike — in FIFO order among waiters of one
+ * priority, but queues real-time ones (SCHED_FIFO/RR/DEADLINE) first: a
+ * waiter that came after a signal's increment and before its wake may take
+ * that wake. So each waiter sleeps with the bit of its snapshot's
+ * generation (snapshot mod 32), and a waiter woken with no signal since its
+ * snapshot passes the wake on to the other generations' waiters (cond_step;
+ * -DANYORDER in the model, where a wake picks any sleeper). A waiter that
+ * gives up after a signal may have consumed its wake: its abandon reports
+ * the wait as woken (1), so the signal is delivered, not lost. Spurious
+ * wakeups happen, as POSIX allows.
  *
  * Limits: __seq is 32 bits (a waiter delayed across exactly 2^32 signals
- * would sleep through them); 65535 waiters at once (-EAGAIN beyond); SIG
+ * would sleep through them); a pass-on leaves out the waiters whose
+ * generation is the passer's mod 32, so a waiter overtaken by real-time
+ * waiters through 32 signals in a row and then robbed of its wake by one
+ * of them can still be missed; 65535 waiters at once (-EAGAIN beyond); SIG
  * stops at 32767 (more signals then wake without being counted); no
  * requeue (ring waiters cannot be requeued), so a broadcast wakes every
  * sleeper to contend for m.
@@ -167,6 +176,13 @@ static int cond_begin(ursa_cond_t *c, ursa_mutex_t *m, struct ursa_waiter *w)
 	return 0;
 }
 
+/* A waiter sleeps with the bit of its snapshot's generation (snapshot mod
+ * 32), so that a wake can leave out the waiters that came after a signal. */
+static inline uint32_t c_gen_bit(uint32_t snap)
+{
+	return 1u << (snap & 31);
+}
+
 static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_cond_t *c = obj;
@@ -174,8 +190,17 @@ static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		cond_deregister(c, w, true);
 		return URSA_STEP_DONE;
 	}
+	/* Woken, and no signal since our snapshot: the wake was a signal's
+	 * meant for an older waiter, which the kernel gave us instead (it
+	 * queues real-time waiters ahead of the others, so a waiter that came
+	 * after the signal's increment and before its wake may be first).
+	 * Pass it on to the waiters of older generations; the older waiter
+	 * would otherwise sleep on, counted as signalled. */
+	if (w->slept == URSA_SLEPT_WOKEN)
+		ursa_k_futex_wake_bits(&c->__seq, 1, c_shared(c), ~c_gen_bit(w->aux));
 	out->addr = &c->__seq;
 	out->val = w->aux;
+	out->bits = c_gen_bit(w->aux);
 	out->shared = c_shared(c);
 	out->bound_us = 0;
 	return URSA_STEP_WAIT;
@@ -210,6 +235,8 @@ static void cond_cancelled(void *obj, struct ursa_waiter *w)
 		return;
 	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux)
 		cond_wake(c, false);
+	else /* a wake it may have taken from an older waiter (cond_step) */
+		ursa_k_futex_wake_bits(&c->__seq, 1, c_shared(c), ~c_gen_bit(w->aux));
 	cond_deregister(c, w, __atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux);
 }
 

@@ -44,6 +44,8 @@ struct ursa_wait {
 	uint32_t a, b;
 	uint32_t bound_us; /* blocking waiters: sleep at most this long, then
 			      step again (0: no bound; a ring wait ignores it) */
+	uint32_t bits;	   /* URSA_ARM_FUTEX: the sleeper's futex bitset (0: any;
+			      kernel/futex.h ursa_k_futex_wake_bits) */
 	uint8_t kind;	 /* enum ursa_arm */
 	bool shared;	 /* futex key privacy (every waiter and waker agree) */
 	int res;	 /* with URSA_STEP_DONE: the wait's result (wait-any: the
@@ -54,12 +56,16 @@ struct ursa_wait {
  * thread, inside struct ursa_op for a ring waiter. Zero-initialised, or a
  * copy of the primitive's ring template for a ring waiter. */
 struct ursa_waiter {
-	uint32_t slept;	     /* has slept at least once (may claim a hand-off) */
+	uint32_t slept;	     /* has slept at least once (may claim a hand-off);
+				URSA_SLEPT_WOKEN: its last sleep (on one
+				futex word) ended in a wake */
 	uint32_t losses;     /* woken, then lost the race to another locker */
 	uint32_t aux;	     /* per primitive: a sequence/generation snapshot;
 				mutex: URSA_W_* flags; wait queue: the slot */
 	uint32_t registered; /* counted in the object's words */
 };
+
+#define URSA_SLEPT_WOKEN 2
 
 /* Step results. */
 #define URSA_STEP_DONE 0 /* taken */
@@ -74,7 +80,8 @@ struct ursa_step_ops {
 	/* Take the object, or say what to sleep on. Returns URSA_STEP_DONE
 	 * (taken; any registration undone; out->res the result),
 	 * URSA_STEP_WAIT (*out filled; the caller sleeps, sets w->slept = 1
-	 * after any return from the sleep, and steps again), or -errno
+	 * after any return from the sleep, URSA_SLEPT_WOKEN after a futex
+	 * wake of its one word, and steps again), or -errno
 	 * (nothing taken, nothing registered: bad input). Never sleeps, never
 	 * spins long — a ring waiter runs it inside the event loop — and
 	 * makes no system call but wakes. */

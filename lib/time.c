@@ -65,7 +65,7 @@ static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct time
 {
 	if (wt->kind == URSA_ARM_WAITV)
 		return ursa_k_futex_waitv(wt->addr, wt->val, clk, dl);
-	return ursa_k_futex_wait(wt->addr, wt->val, wt->shared, clk, dl);
+	return ursa_k_futex_wait_bits(wt->addr, wt->val, wt->shared, clk, dl, wt->bits);
 }
 
 __thread struct ursa_cancel_point ursa__cancel_point;
@@ -127,7 +127,7 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 			r = sleep_cancellable(obj, ops, w, &wt, dclk, dl);
 		else
 			r = sleep_on(&wt, dclk, dl);
-		w->slept = 1;
+		w->slept = r == 0 && wt.kind == URSA_ARM_FUTEX ? URSA_SLEPT_WOKEN : 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */
 		if (r == -ETIMEDOUT || (r == -EINTR && (flags & URSA_BLOCK_EINTR))) {

@@ -36,6 +36,18 @@
  * that already unlocked can then count this waiter (SIG + 1) and move the
  * sequence before the snapshot sees it, so no later signal wakes it; the
  * model must find that lost wakeup.
+ *
+ * -DANYORDER: the kernel's futex queue is FIFO only among waiters of one
+ * priority; it queues real-time waiters first. Here a wake picks any
+ * sleeper whose bitset meets its own, so every order is explored. A waiter
+ * sleeps with the bit of its snapshot's generation (seq mod 4 here, mod 32
+ * in C), and a waiter that was woken but finds no signal since its
+ * snapshot (a signal's wake that the kernel gave it instead of an older
+ * waiter: it came after the signal's increment and before its wake) passes
+ * one wake on to the other generations. -DBREAK=3 leaves that out: a
+ * consumer then sleeps for ever with an item there, counted as signalled
+ * (found by review with a SCHED_FIFO waiter; three consumers and three
+ * producers show it).
  */
 #define NADDR 1
 #include "futex.pml"
@@ -62,6 +74,58 @@ byte seq;	/* c->__seq (the futex word) */
 byte nwait;	/* c->__waiters REG (SHARED bit left out) */
 byte nsig;	/* c->__waiters SIG */
 
+#ifdef ANYORDER
+bool asleep[MAXPROC];	/* on seq, with its bits in sbits */
+byte sbits[MAXPROC];
+#define GENBIT(g) (1 << ((g) % 4))
+#define ALLBITS 15
+
+/* ursa_k_futex_wait_bits on seq */
+#define futex_wait_b(val, b, may_stop, spur, res)				\
+	if									\
+	:: atomic { seq == val -> asleep[_pid] = true; sbits[_pid] = b }	\
+		if								\
+		:: atomic { woken[_pid] -> woken[_pid] = false; res = R_WOKEN }	\
+		:: atomic { may_stop && asleep[_pid] ->				\
+			asleep[_pid] = false; res = R_STOPPED }			\
+		fi								\
+	:: atomic { seq != val -> res = R_EAGAIN }				\
+	:: atomic { spur > 0 -> spur--; res = R_EINTR }				\
+	fi
+
+/* ursa_k_futex_wake_bits on seq: up to n sleepers whose bits meet mask,
+ * each one chosen among them in any order. */
+#define futex_wake_b(n, mask, cnt)						\
+	atomic {								\
+		cnt = 0;							\
+		do								\
+		:: cnt >= n -> break						\
+		:: cnt < n ->							\
+			wm = 0; wi = 0;						\
+			do							\
+			:: wi < MAXPROC ->					\
+				if						\
+				:: asleep[wi] && (sbits[wi] & (mask)) -> wm++	\
+				:: else						\
+				fi;						\
+				wi++						\
+			:: else -> break					\
+			od;							\
+			if :: wm == 0 -> break :: else fi;			\
+			select (wk : 1 .. wm);					\
+			wi = 0;							\
+			do							\
+			:: asleep[wi] && (sbits[wi] & (mask)) && wk == 1 ->	\
+				asleep[wi] = false; woken[wi] = true; cnt++; break \
+			:: asleep[wi] && (sbits[wi] & (mask)) && wk > 1 ->	\
+				wk--; wi++					\
+			:: else -> wi++						\
+			od							\
+		od;								\
+		wi = 0; wk = 0; wm = 0						\
+	}
+#endif
+
 #define lock() atomic { mtx == 0 -> mtx = _pid }
 #define unlock() atomic { assert(mtx == _pid); mtx = 0 }
 
@@ -73,10 +137,16 @@ byte nsig;	/* c->__waiters SIG */
 		if :: n == 1 -> nsig++ :: else -> nsig = nwait fi;		\
 		assert(nsig <= nwait) };					\
 		seq++;								\
-		futex_wake(0, n, cnt, tmp);					\
+		WAKE(n, cnt);							\
 		cnt = 0								\
 	:: atomic { nwait <= nsig -> skip }	/* nobody unsignalled: no call */\
 	fi
+
+#ifdef ANYORDER
+#define WAKE(n, cnt) futex_wake_b(n, ALLBITS, cnt)
+#else
+#define WAKE(n, cnt) futex_wake(0, n, cnt, tmp)
+#endif
 
 /* Leave: REG - 1, and SIG - 1 if signalled and SIG > 0; SIG <= REG. */
 #define cond_leave(signalled)							\
@@ -84,7 +154,16 @@ byte nsig;	/* c->__waiters SIG */
 	if :: (signalled) && nsig > 0 -> nsig-- :: else fi;			\
 	if :: nsig > nwait && BREAK != 2 -> nsig = nwait :: else fi
 
-/* ursa__cond_step: DONE once the sequence moved since begin. */
+/* ursa__cond_step: DONE once the sequence moved since begin; else (with
+ * ANYORDER) a waiter woken with no signal since its snapshot passes the
+ * wake on to the other generations. */
+#if defined(ANYORDER) && BREAK != 3
+#define PASS_ON()								\
+	if :: wk0 -> futex_wake_b(1, ALLBITS & ~GENBIT(aux), cnt); cnt = 0	\
+	   :: else fi
+#else
+#define PASS_ON() skip
+#endif
 #define cond_step(r)								\
 	atomic {								\
 		if								\
@@ -92,8 +171,9 @@ byte nsig;	/* c->__waiters SIG */
 			if :: registered -> cond_leave(true)			\
 			   :: else fi;						\
 			r = DONE						\
-		:: else -> r = WAIT						\
-		fi								\
+		:: else -> PASS_ON(); r = WAIT					\
+		fi;								\
+		wk0 = false							\
 	}
 
 /* ursa__cond_abandon: 1 if a signal came since begin (the wait is then
@@ -114,9 +194,9 @@ byte nsig;	/* c->__waiters SIG */
  */
 proctype Consumer(bool may_stop; byte spur)
 {
-	byte cnt, tmp, r, aux;
+	byte cnt, tmp, r, aux, wi, wk, wm;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered;
+	bool registered, wk0;	/* wk0: the last sleep ended in a wake */
 
 	lock();
 	do
@@ -139,7 +219,12 @@ proctype Consumer(bool may_stop; byte spur)
 			:: stops > 0 -> stops--; cond_abandon(r); break
 			:: true
 			fi;
+#ifdef ANYORDER
+			futex_wait_b(aux, GENBIT(aux), (stops > 0), spur, r);
+#else
 			futex_wait(0, seq, aux, (stops > 0), spur, r);
+#endif
+			wk0 = (r == R_WOKEN);
 			if
 			:: r == R_STOPPED ->
 				stops--;
@@ -161,7 +246,7 @@ proctype Consumer(bool may_stop; byte spur)
 /* A producer: how it signals is chosen nondeterministically. */
 proctype Producer()
 {
-	byte cnt, tmp;
+	byte cnt, tmp, wi, wk, wm;
 
 	lock();
 	items++;
@@ -187,4 +272,10 @@ init {
 	assert(items == NPROD - NCONS);
 	assert(nwait == 0 && nsig == 0);	/* and SIG <= REG throughout: */
 	assert(len(fq[0]) == 0);
+#ifdef ANYORDER
+	byte i;
+	for (i : 0 .. MAXPROC - 1) {
+		assert(!asleep[i])
+	}
+#endif
 }
