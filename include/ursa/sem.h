@@ -76,7 +76,10 @@ URSA_API int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct times
 URSA_API int ursa_sem_value(ursa_sem_t *s);
 
 /* Check no one waits on *s (and no unit is being handed to a waiter).
- * Returns 0, -EBUSY, -EINVAL. */
+ * Returns 0, -EBUSY, -EINVAL. Unlike a mutex's, a semaphore's memory is not
+ * safe to free while an ursa_sem_post on it may still be running (after
+ * the waiter it served returned): the post looks at the waiter count after
+ * its increment and may wake. */
 URSA_API int ursa_sem_destroy(ursa_sem_t *s);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
