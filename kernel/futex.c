@@ -151,7 +151,8 @@ int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
 int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits)
 {
 	SAVE_ERRNO;
-	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared, bits ? bits : FUTEX_BITSET_MATCH_ANY));
+	return RESTORE_ERRNO(
+	    futex_wake_raw(uaddr, n, shared, bits ? bits : FUTEX_BITSET_MATCH_ANY));
 }
 
 int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,

@@ -124,7 +124,7 @@
 #define M_SHARED URSA__MUTEX_SHARED /* bit 31: process-shared (constant) */
 #define M_CNT 0x7fffff80u	    /* bits 7-30: registered waiters */
 #define M_CNT_ONE 0x80u
-#define M_PINS 0x60u	 /* bits 5-6: unlocks between their release and their last look */
+#define M_PINS 0x60u	 /* bits 5-6: unlocks between release and last look */
 #define M_PIN_ONE 0x20u
 #define M_REQ 0x10u	 /* a waiter asks for a hand-off */
 #define M_HANDED 0x8u	 /* held for the registered waiters (with LOCKED) */

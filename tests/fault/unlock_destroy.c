@@ -40,10 +40,10 @@ TestSuite(fault_unlock_destroy, .timeout = 60);
 
 #define HOLD_MS 150
 
-static uint32_t *_Atomic hook_addr; /* the word whose wake is held up */
-static _Atomic pid_t hook_tid;	    /* by this thread only */
-static atomic_int hooked;	    /* wakes held up */
-static atomic_int destroyed;	    /* the waiter's destroy returned */
+static uint32_t *_Atomic hook_addr;  /* the word whose wake is held up */
+static _Atomic pid_t hook_tid;	     /* by this thread only */
+static atomic_int hooked;	     /* wakes held up */
+static atomic_int destroyed;	     /* the waiter's destroy returned */
 static atomic_int destroyed_in_hook; /* ... while the unlock was held up */
 
 typedef long (*syscall_fn)(long, ...);
@@ -58,8 +58,8 @@ static bool is_wake(long n, long op)
 {
 	if (n == SYS_futex_wake)
 		return true;
-	return n == SYS_futex && ((op & FUTEX_CMD_MASK) == FUTEX_WAKE ||
-				  (op & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET);
+	return n == SYS_futex &&
+	       ((op & FUTEX_CMD_MASK) == FUTEX_WAKE || (op & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET);
 }
 
 __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
@@ -91,7 +91,8 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
 			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < HOLD_MS);
+		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+			 HOLD_MS);
 		errno = e;
 	}
 	return r;
@@ -141,8 +142,8 @@ static void run(unsigned flags, bool handoff)
 		 * at its next step: wake it (a spurious wake) and let it ask. */
 		struct timespec ms = {0, 3000000};
 		nanosleep(&ms, NULL);
-		for (int i = 0; i < 100 && !(__atomic_load_n(&o.m.__word, __ATOMIC_RELAXED) & 0x10u);
-		     i++) {
+		for (int i = 0;
+		     i < 100 && !(__atomic_load_n(&o.m.__word, __ATOMIC_RELAXED) & 0x10u); i++) {
 			syscall(SYS_futex, &o.m.__word,
 				FUTEX_WAKE | ((flags & URSA_SHARED) ? 0 : FUTEX_PRIVATE_FLAG), 1,
 				NULL, NULL, 0);
