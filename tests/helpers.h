@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <liburing.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -49,6 +50,19 @@ bool t_fork_all(int n, bool (*fn)(int i, void *arg), void *arg);
 void t_wait_sleeping(pid_t tid);
 /* Whether thread tid is asleep now (state S); false once it has exited. */
 bool t_is_sleeping(pid_t tid);
+/* For a test that defines its own syscall() (which then comes before libc's
+ * for the library too, as kernel/futex.c calls it): call libc's with the
+ * interposer's arguments, read as six longs (any call takes at most six). */
+typedef long (*t_syscall_fn)(long, ...);
+long t_syscall_real(long n, const long a[6]);
+#define T_SYSCALL_ARGS(n, a)                                                                      \
+	do {                                                                                      \
+		va_list ap_;                                                                      \
+		va_start(ap_, n);                                                                 \
+		for (int i_ = 0; i_ < 6; i_++)                                                    \
+			(a)[i_] = va_arg(ap_, long);                                              \
+		va_end(ap_);                                                                      \
+	} while (0)
 /* Confine this process's calling thread (and the threads it creates
  * after) to one of the CPUs it may run on: the one-CPU spin policy
  * (kernel/arch.h) is chosen by the count at the library's first lock. */

@@ -19,7 +19,6 @@
  * process may not make a SCHED_FIFO thread.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -43,19 +42,10 @@ static ursa_mutex_t m;
 static atomic_int hook_armed, in_window, b_in, b_tid, a_done, b_done;
 static int a_res = 99, b_res = 99;
 
-typedef long (*syscall_fn)(long, ...);
-
 __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
 {
-	static syscall_fn real;
-	if (!real)
-		real = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-	va_list ap;
-	va_start(ap, n);
 	long a[6];
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	T_SYSCALL_ARGS(n, a);
 	if ((n == SYS_futex_wake || n == SYS_futex) && a[0] == (long)&c.__seq &&
 	    atomic_exchange(&hook_armed, 0)) {
 		/* The signaller, preempted between its increment and its
@@ -69,7 +59,7 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long
 		t_wait_sleeping((pid_t)atomic_load(&b_tid));
 		errno = e;
 	}
-	return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return t_syscall_real(n, a);
 }
 
 static void *thr_a(void *x)

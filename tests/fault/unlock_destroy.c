@@ -24,7 +24,6 @@
  * process-shared.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -46,8 +45,6 @@ static atomic_int hooked;	     /* wakes held up */
 static atomic_int destroyed;	     /* the waiter's destroy returned */
 static atomic_int destroyed_in_hook; /* ... while the unlock was held up */
 
-typedef long (*syscall_fn)(long, ...);
-
 /* futex2's futex_wake (Linux 6.7; the same number on every architecture,
  * as kernel/uapi.h has it), or futex(2)'s wakes. */
 #ifndef SYS_futex_wake
@@ -64,19 +61,12 @@ static bool is_wake(long n, long op)
 
 __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
 {
-	static syscall_fn real;
-	if (!real)
-		real = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
-	va_list ap;
-	va_start(ap, n);
 	long a[6];
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	long r = real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	T_SYSCALL_ARGS(n, a);
+	long r = t_syscall_real(n, a);
 	uint32_t *addr = atomic_load(&hook_addr);
 	if (addr && (uint32_t *)a[0] == addr && is_wake(n, a[1]) &&
-	    atomic_load(&hook_tid) == (pid_t)real(SYS_gettid)) {
+	    atomic_load(&hook_tid) == (pid_t)gettid()) {
 		/* The wake is done; hold the unlock here, after it, until the
 		 * waiter's destroy returned or HOLD_MS passed. */
 		int e = errno;

@@ -521,6 +521,18 @@ static void release_and_collect(int fd, pid_t pid)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 5, "status %#x", st);
 }
 
+/* A ring r (where IORING_OP_WAITID exists) and a waitid op in flight on a
+ * held child (not submitted yet); returns the child. */
+static pid_t waitid_held_child(struct io_uring *r, int *fd, siginfo_t *si, struct ursa_op *op)
+{
+	require_waitid();
+	ring_init(r);
+	pid_t pid = held_child(fd);
+	memset(si, 0, sizeof(*si));
+	cr_assert_eq(ursa_waitid_async(r, P_PID, (id_t)pid, si, WEXITED, op), 0);
+	return pid;
+}
+
 Test(async_prims, waitid_bad_input_and_in_flight)
 {
 	require_waitid();
@@ -575,15 +587,11 @@ Test(async_prims, waitid_errors_come_as_the_result)
 
 Test(async_prims, waitid_cancel_leaves_the_child_to_reap)
 {
-	require_waitid();
 	struct io_uring r;
-	ring_init(&r);
 	int fd;
-	pid_t pid = held_child(&fd);
 	siginfo_t si;
-	memset(&si, 0, sizeof(si));
 	struct ursa_op op = URSA_OP_INIT;
-	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
+	pid_t pid = waitid_held_child(&r, &fd, &si, &op);
 	cr_assert_geq(io_uring_submit(&r), 1);
 	cr_assert_eq(ursa_op_cancel(&r, &op), 0);
 	cr_assert_eq(reap(&r), &op);
@@ -601,17 +609,13 @@ Test(async_prims, waitid_cancel_leaves_the_child_to_reap)
  * the control. */
 Test(async_prims, waitid_rearmed_after_the_applications_cancel)
 {
-	require_waitid();
 	struct io_uring r;
-	ring_init(&r);
 	int fd;
-	pid_t pid = held_child(&fd);
 	siginfo_t si;
-	memset(&si, 0, sizeof(si));
+	struct ursa_op op = URSA_OP_INIT, mop = URSA_OP_INIT;
+	pid_t pid = waitid_held_child(&r, &fd, &si, &op);
 	ursa_mutex_t m = URSA_MUTEX_INIT;
 	cr_assert_eq(ursa_mutex_lock(&m), 0);
-	struct ursa_op op = URSA_OP_INIT, mop = URSA_OP_INIT;
-	cr_assert_eq(ursa_waitid_async(&r, P_PID, (id_t)pid, &si, WEXITED, &op), 0);
 	cr_assert_eq(ursa_mutex_lock_async(&r, &m, &mop), 0);
 	cr_assert_geq(io_uring_submit(&r), 2);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
