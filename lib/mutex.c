@@ -29,9 +29,10 @@
  *               while the mutex is free with a pin, so the unlocker never
  *               touches a mutex destroyed and freed as soon as it was free,
  *               as POSIX allows (before the pins, the fix-up could write
- *               into such memory). PINS full (3 unlocks in that window at
- *               once): the unlock yields and looks again before it
- *               releases.
+ *               into such memory). PINS full (7 unlocks in that window at
+ *               once, or pins left by processes killed in it): the unlock
+ *               takes none, as every unlock did before. A pin that stays
+ *               for a second makes destroy say -EBUSY.
  *   HANDED:     only a registered or slept waiter claims it (-> LOCKED;
  *               a ring waiter starts as a newcomer too: its first step
  *               registers);
@@ -122,9 +123,9 @@
 #include "lib/trace.h"
 
 #define M_SHARED URSA__MUTEX_SHARED /* bit 31: process-shared (constant) */
-#define M_CNT 0x7fffff80u	    /* bits 7-30: registered waiters */
-#define M_CNT_ONE 0x80u
-#define M_PINS 0x60u	 /* bits 5-6: unlocks between release and last look */
+#define M_CNT 0x7fffff00u	    /* bits 8-30: registered waiters */
+#define M_CNT_ONE 0x100u
+#define M_PINS 0xe0u	 /* bits 5-7: unlocks between release and last look */
 #define M_PIN_ONE 0x20u
 #define M_REQ 0x10u	 /* a waiter asks for a hand-off */
 #define M_HANDED 0x8u	 /* held for the registered waiters (with LOCKED) */
@@ -151,13 +152,13 @@ static inline uint32_t m_tidy(uint32_t n)
 static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin);
 
 /* We set WOKEN (and cleared SLEEPERS): wake one, and if nobody was asleep
- * take WOKEN back. unpin: we hold a pin (an unlock's; released here). True
- * if our wake woke a waiter. */
-static bool m_wake_designated(ursa_mutex_t *m, bool sh, bool unpin)
+ * take WOKEN back. pin: an unlock's pin to drop here (M_PIN_ONE), or 0.
+ * True if our wake woke a waiter. */
+static bool m_wake_designated(ursa_mutex_t *m, bool sh, uint32_t pin)
 {
 	bool woke = ursa_k_futex_wake(&m->__word, 1, sh) > 0;
-	if (!woke || unpin)
-		m_fixup(m, !woke, unpin ? M_PIN_ONE : 0);
+	if (!woke || pin)
+		m_fixup(m, !woke, pin);
 	return woke;
 }
 
@@ -205,7 +206,7 @@ static void m_take_back(ursa_mutex_t *m, bool force, uint32_t pin)
 		/* (With a pin, not forced: freed only with nobody registered, so
 		 * no wake follows the pin's release.) */
 		if (!(n & M_HANDED) && (v & M_HANDED) && (n & M_CNT))
-			m_wake_designated(m, m_shared(v), false);
+			m_wake_designated(m, m_shared(v), 0);
 		return;
 	}
 }
@@ -224,10 +225,25 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 		return -EINVAL;
 	/* Unlocked, with an unlock's pin: that unlock is between its release
 	 * and its last look at the word; let it finish (microseconds: a
-	 * futex wake) before the caller may free the memory. */
+	 * futex wake) before the caller may free the memory. A pin that stays
+	 * a second (its process killed there, a URSA_SHARED mutex): -EBUSY,
+	 * as for a waiter that vanished. */
 	uint32_t v;
-	while (!((v = ld_acquire(&m->__word)) & (M_HELD | M_CNT)) && (v & M_PINS))
-		sched_yield();
+	for (unsigned i = 0;; i++) {
+		v = ld_acquire(&m->__word);
+		if ((v & (M_HELD | M_CNT)) || !(v & M_PINS))
+			break;
+		if (i == 64 + 1000)
+			return -EBUSY;
+		if (i < 64) {
+			sched_yield();
+		} else {
+			struct timespec ms = {0, 1000000};
+			int e = errno; /* EINTR */
+			nanosleep(&ms, NULL);
+			errno = e;
+		}
+	}
 	return (v & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
 }
 
@@ -367,7 +383,7 @@ static void mutex_pass_on(ursa_mutex_t *m)
 		}
 		/* Free with waiters: wake one, as an unlock would. */
 		if (cas_relaxed(&m->__word, &v, (v & ~M_SLEEPERS) | M_WOKEN)) {
-			m_wake_designated(m, m_shared(v), false);
+			m_wake_designated(m, m_shared(v), 0);
 			return;
 		}
 	}
@@ -498,34 +514,30 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		 * Its release takes a pin, and its last look drops it: a thread
 		 * that then takes, unlocks and destroys the mutex (POSIX lets
 		 * it free the memory at once) has its destroy wait for the pin,
-		 * so we never touch a destroyed mutex. The pins are full (as
-		 * many unlocks in that window at once): let one finish. */
-		bool wakes = (n & M_REQ) || ((n & M_SLEEPERS) && !(n & M_WOKEN));
-		if (wakes && (v & M_PINS) == M_PINS) {
-			sched_yield();
-			v = ld_relaxed(&m->__word);
-			continue;
-		}
+		 * so we never touch a destroyed mutex. The pins are full (7
+		 * unlocks in that window at once, or pins left by processes
+		 * killed there): go without one, as every unlock did before. */
+		uint32_t pin = (v & M_PINS) == M_PINS ? 0 : M_PIN_ONE;
 		if (n & M_REQ) {
 			/* A waiter starves: hand the lock to the waiters. */
 			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED | M_LOCKED;
-			if (!cas_rel(&m->__word, &v, n + M_PIN_ONE))
+			if (!cas_rel(&m->__word, &v, n + pin))
 				continue;
 			URSA_TRACE(mutex_handoff, m);
 			ursa__turn_stop();
 			/* If the wake found nobody, take it back, unless a
 			 * registered waiter will claim it; drop the pin. */
 			if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
-				m_fixup(m, false, M_PIN_ONE);
+				m_fixup(m, false, pin);
 			else
-				m_take_back(m, false, M_PIN_ONE);
+				m_take_back(m, false, pin);
 			return 0;
 		}
 		if ((n & M_SLEEPERS) && !(n & M_WOKEN)) {
 			n = (n & ~M_SLEEPERS) | M_WOKEN;
-			if (!cas_rel(&m->__word, &v, n + M_PIN_ONE))
+			if (!cas_rel(&m->__word, &v, n + pin))
 				continue;
-			if (m_wake_designated(m, sh, true))
+			if (m_wake_designated(m, sh, pin))
 				ursa__let_woken_run();
 			return 0;
 		}

@@ -78,8 +78,9 @@ URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
  * memory freed as soon as it is unlocked, even while the unlock that freed
  * it is still running on another thread: an unlock that woke a waiter looks
  * at the word once more after its wake, and destroy waits (yielding the
- * CPU) until every such unlock has finished with *m, microseconds
- * (tests/fault/unlock_destroy.c). */
+ * CPU, then in 1 ms sleeps) until every such unlock has finished with *m,
+ * microseconds (tests/fault/unlock_destroy.c); -EBUSY if one has not after
+ * a second (a process killed inside its unlock of a URSA_SHARED mutex). */
 URSA_API int ursa_mutex_destroy(ursa_mutex_t *m);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

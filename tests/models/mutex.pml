@@ -45,12 +45,13 @@
  * claims a hand-off: the assert on the ghost `fresh`, a locker that has not
  * registered in this acquisition).
  *
- * Pins: an unlock that wakes takes a pin (PINS, bits 5-6) in its release
+ * Pins: an unlock that wakes takes a pin (PINS, bits 5-7) in its release
  * and drops it in its last step after the wake (fix-up or take-back), so
  * destroy, which waits while the mutex is free with a pin, never lets the
  * memory go while an unlock may still touch it. The model checks that the
  * pins are protocol-neutral (every run ends with m == 0, so no pin leaks;
- * no transition reads them) and never both taken with 3 lockers.
+ * no transition reads them) and never all taken with 3 lockers (the C
+ * unlock that finds them all taken takes none: the protocol as before).
  *
  * Not modelled: the unlocker's occasional sched_yield() after its release
  * ("Turns" in lib/mutex.c). It changes no word and no futex queue, and the
@@ -62,7 +63,7 @@
  * no side effect in its failed rounds and is modelled as one atomic step.
  *
  * Word (SHARED, bit 31, is constant and left out): bit 0 LOCKED, 1
- * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, 5-6 PINS, bits 7+ COUNT. HANDED is always set
+ * SLEEPERS, 2 WOKEN, 3 HANDED, 4 REQ, 5-7 PINS, bits 8+ COUNT. HANDED is always set
  * with LOCKED (INV, checked after every change of either): the inline lock
  * is a bit-test-and-set of LOCKED, which takes the mutex iff LOCKED was
  * clear and changes nothing otherwise, i.e. the newcomer's take below.
@@ -102,9 +103,9 @@
 #define W 4
 #define H 8
 #define REQ 16
-#define PIN_ONE 32	/* bits 5-6: PINS, unlocks between release and last look */
-#define PINS 96
-#define CNT_ONE 128
+#define PIN_ONE 32	/* bits 5-7: PINS, unlocks between release and last look */
+#define PINS 224
+#define CNT_ONE 256
 #define HELD (L | H)
 /* A handed-off mutex keeps LOCKED, so HELD is LOCKED. */
 #define INV() assert(BREAK == 5 || !(m & H) || (m & L))
@@ -112,7 +113,7 @@
  * not slept) looks at LOCKED alone, every other take at HELD; the same while
  * INV holds. -DBREAK=5: the old hand-off, HANDED without LOCKED. */
 #define TAKEN (BREAK == 5 && !registered && !slept -> L : HELD)
-#define CNT(v) ((v) & ~127)
+#define CNT(v) ((v) & ~255)
 /* m_tidy: with nobody registered nobody sleeps or asks. */
 #define TIDY(v) (CNT(v) > 0 -> (v) : ((v) & ~(S | W | REQ)))
 
@@ -290,7 +291,7 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 		assert((m & HELD) == L);	/* else -EPERM */		\
 		n = TIDY(m & ~L);						\
 		/* an unlock that wakes takes a pin (never more than 2 here:	\
-		 * C's full-pins wait is not reached with 3 lockers) */	\
+		 * C's full pins are not reached with 3 lockers) */		\
 		if								\
 		:: n & REQ ->							\
 			m = ((n & ~(S | REQ)) | H | (BREAK == 5 -> 0 : L)) + PIN_ONE; \
