@@ -382,8 +382,11 @@ void t_hogs_stop(struct t_hogs *h)
 
 long t_syscall_real(long n, const long a[6])
 {
-	static t_syscall_fn real;
-	if (!real)
-		real = (t_syscall_fn)dlsym(RTLD_NEXT, "syscall");
-	return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+	static t_syscall_fn real; /* looked up by the first caller (any thread) */
+	t_syscall_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (t_syscall_fn)dlsym(RTLD_NEXT, "syscall");
+		__atomic_store_n(&real, f, __ATOMIC_RELEASE);
+	}
+	return f(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
