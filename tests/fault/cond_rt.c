@@ -31,6 +31,8 @@
 
 #include "tests/helpers.h"
 
+#include <ursa/async.h>
+
 TestSuite(fault_cond_rt, .timeout = 60);
 
 #ifndef SYS_futex_wake
@@ -72,18 +74,34 @@ static void *thr_a(void *x)
 	return NULL;
 }
 
+static bool b_ring; /* B waits in its own ring (ursa_cond_wait_async) */
+
 /* B starts its wait only once the signal has moved the sequence (it is in
- * the window before the signal's wake). */
+ * the window before the signal's wake). A ring wait is queued by the thread
+ * that submits it, at its priority. */
 static void *thr_b(void *x)
 {
 	(void)x;
+	struct io_uring r;
+	if (b_ring)
+		cr_assert_eq(io_uring_queue_init(8, &r, 0), 0);
 	atomic_store(&b_tid, (int)gettid());
 	while (!atomic_load(&in_window))
 		usleep(200);
 	ursa_mutex_lock(&m);
 	struct timespec dl = t_deadline(CLOCK_MONOTONIC, 300);
-	atomic_store(&b_in, 1);
-	b_res = ursa_cond_timedwait(&c, &m, CLOCK_MONOTONIC, &dl);
+	if (!b_ring) {
+		atomic_store(&b_in, 1);
+		b_res = ursa_cond_timedwait(&c, &m, CLOCK_MONOTONIC, &dl);
+	} else {
+		struct ursa_op op = URSA_OP_INIT;
+		cr_assert_eq(ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &dl), 0);
+		cr_assert_eq(ursa_cond_wait_async(&r, &c, &m, &op), 0);
+		atomic_store(&b_in, 1);
+		cr_assert_eq(t_reap(&r, NULL, 5000), &op, "B's ring wait never finished");
+		b_res = op.res;
+		io_uring_queue_exit(&r);
+	}
 	ursa_mutex_unlock(&m);
 	atomic_store(&b_done, 1);
 	return NULL;
@@ -94,8 +112,9 @@ static void *nothing(void *x)
 	return x;
 }
 
-Test(fault_cond_rt, signal_taken_by_a_later_realtime_waiter_is_passed_on)
+static void run(bool ring)
 {
+	b_ring = ring;
 	for (int shared = 0; shared < 2; shared++) {
 		cr_assert_eq(ursa_cond_init(&c, shared ? URSA_SHARED : 0), 0);
 		cr_assert_eq(ursa_mutex_init(&m, shared ? URSA_SHARED : 0), 0);
@@ -143,4 +162,17 @@ Test(fault_cond_rt, signal_taken_by_a_later_realtime_waiter_is_passed_on)
 		cr_assert_eq(ursa_cond_destroy(&c), 0);
 		pthread_attr_destroy(&at);
 	}
+}
+
+Test(fault_cond_rt, signal_taken_by_a_later_realtime_waiter_is_passed_on)
+{
+	run(false);
+}
+
+/* The same with B's wait in a ring of its own, submitted from the SCHED_FIFO
+ * thread: its CQE (a wake) makes the op step and pass the wake on. */
+Test(fault_cond_rt, signal_taken_by_a_later_realtime_ring_waiter_is_passed_on)
+{
+	t_require_uring_futex(false);
+	run(true);
 }
