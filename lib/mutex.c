@@ -527,10 +527,10 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			ursa__turn_stop();
 			/* If the wake found nobody, take it back, unless a
 			 * registered waiter will claim it; drop the pin. */
-			if (ursa_k_futex_wake(&m->__word, 1, sh) > 0)
-				m_fixup(m, false, pin);
-			else
+			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false, pin);
+			else if (pin)
+				m_fixup(m, false, pin);
 			return 0;
 		}
 		if ((n & M_SLEEPERS) && !(n & M_WOKEN)) {
