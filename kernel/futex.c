@@ -127,32 +127,17 @@ static int futex_waitv_raw(struct futex_waitv *v, unsigned n, clockid_t clk,
 	return -ENOSYS;
 }
 
-int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
-		      const struct timespec *abs)
-{
-	SAVE_ERRNO;
-	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs, FUTEX_BITSET_MATCH_ANY));
-}
-
 int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 			   const struct timespec *abs, uint32_t bits)
 {
 	SAVE_ERRNO;
-	return RESTORE_ERRNO(
-	    futex_wait_raw(uaddr, val, shared, clk, abs, bits ? bits : FUTEX_BITSET_MATCH_ANY));
-}
-
-int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
-{
-	SAVE_ERRNO;
-	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared, FUTEX_BITSET_MATCH_ANY));
+	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs, ursa_k_futex_bits(bits)));
 }
 
 int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits)
 {
 	SAVE_ERRNO;
-	return RESTORE_ERRNO(
-	    futex_wake_raw(uaddr, n, shared, bits ? bits : FUTEX_BITSET_MATCH_ANY));
+	return RESTORE_ERRNO(futex_wake_raw(uaddr, n, shared, ursa_k_futex_bits(bits)));
 }
 
 int ursa_k_futex_waitv(struct futex_waitv *v, unsigned n, clockid_t clk,

@@ -19,20 +19,33 @@
 /* Sleep while *uaddr == val, until woken, a signal (-EINTR) or the absolute
  * deadline `abs` on `clk` (CLOCK_MONOTONIC or CLOCK_REALTIME; NULL: no
  * deadline) passes (-ETIMEDOUT). -EAGAIN when *uaddr != val on entry.
- * A return of 0 may be spurious; callers re-check their condition. */
-URSA_HIDDEN int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
-				  const struct timespec *abs);
-
-/* Wake at most `n` waiters (n <= INT_MAX) of uaddr; returns how many woke. */
-URSA_HIDDEN int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared);
-
-/* The same with a bitset (0: any): a waiter sleeps with its bits, and a wake
- * wakes only waiters whose bits meet its own (FUTEX_WAIT_BITSET; futex2's
- * mask). The kernel picks among them as for the plain calls: real-time
- * waiters first, by priority, then FIFO. */
+ * A return of 0 may be spurious; callers re-check their condition.
+ * bits: the sleeper's bitset (0: any); a wake wakes only sleepers whose
+ * bits meet its own (FUTEX_WAIT_BITSET; futex2's mask). Among those the
+ * kernel picks real-time waiters first, by priority, then FIFO. */
 URSA_HIDDEN int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 				       const struct timespec *abs, uint32_t bits);
+
+/* Wake at most `n` waiters (n <= INT_MAX) of uaddr whose bits meet `bits`
+ * (0: any); returns how many woke. */
 URSA_HIDDEN int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits);
+
+static inline int ursa_k_futex_wait(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+				    const struct timespec *abs)
+{
+	return ursa_k_futex_wait_bits(uaddr, val, shared, clk, abs, 0);
+}
+
+static inline int ursa_k_futex_wake(uint32_t *uaddr, int n, bool shared)
+{
+	return ursa_k_futex_wake_bits(uaddr, n, shared, 0);
+}
+
+/* The kernel's bitset for bits (0: any; the kernel refuses 0). */
+static inline uint32_t ursa_k_futex_bits(uint32_t bits)
+{
+	return bits ? bits : FUTEX_BITSET_MATCH_ANY;
+}
 
 /* Sleep until one of the words in v (1..128 entries; flags per entry from
  * ursa_k_futex2_flags()) differs from its val or is woken. Returns the woken

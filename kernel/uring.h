@@ -45,7 +45,7 @@ static inline void ursa_k_prep_futex_wait(struct io_uring_sqe *sqe, uint32_t *ua
 {
 	ursa_k_prep(sqe, IORING_OP_FUTEX_WAIT, (int)ursa_k_futex2_flags(shared),
 		    (uint64_t)(uintptr_t)uaddr, 0, val);
-	sqe->addr3 = bits ? bits : FUTEX_BITSET_MATCH_ANY;
+	sqe->addr3 = ursa_k_futex_bits(bits);
 }
 
 /* n is an int in the kernel: INT_MAX wakes all (UINT32_MAX would be -1). */

@@ -183,6 +183,13 @@ static inline uint32_t c_gen_bit(uint32_t snap)
 	return 1u << (snap & 31);
 }
 
+/* Wake one waiter of a generation other than w's: pass on a wake that w
+ * may have taken from an older waiter (cond_step). */
+static void c_pass_on(ursa_cond_t *c, const struct ursa_waiter *w)
+{
+	ursa_k_futex_wake_bits(&c->__seq, 1, c_shared(c), ~c_gen_bit(w->aux));
+}
+
 static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 {
 	ursa_cond_t *c = obj;
@@ -197,7 +204,7 @@ static int cond_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	 * Pass it on to the waiters of older generations; the older waiter
 	 * would otherwise sleep on, counted as signalled. */
 	if (w->slept == URSA_SLEPT_WOKEN)
-		ursa_k_futex_wake_bits(&c->__seq, 1, c_shared(c), ~c_gen_bit(w->aux));
+		c_pass_on(c, w);
 	out->addr = &c->__seq;
 	out->val = w->aux;
 	out->bits = c_gen_bit(w->aux);
@@ -235,8 +242,8 @@ static void cond_cancelled(void *obj, struct ursa_waiter *w)
 		return;
 	if (__atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux)
 		cond_wake(c, false);
-	else /* a wake it may have taken from an older waiter (cond_step) */
-		ursa_k_futex_wake_bits(&c->__seq, 1, c_shared(c), ~c_gen_bit(w->aux));
+	else
+		c_pass_on(c, w);
 	cond_deregister(c, w, __atomic_load_n(&c->__seq, __ATOMIC_ACQUIRE) != w->aux);
 }
 

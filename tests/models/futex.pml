@@ -11,7 +11,7 @@
  * release/acquire pairs where the argument needs them.)
  *
  * futex_wait(a, val) — FUTEX_WAIT, futex2 futex_wait, or an io_uring
- * IORING_OP_FUTEX_WAIT (kernel/futex.c ursa_k_futex_wait; lib/async.c
+ * IORING_OP_FUTEX_WAIT (kernel/futex.h ursa_k_futex_wait; lib/async.c
  * op_arm): the kernel compares the word with val and queues the waiter in
  * ONE atomic step (both happen under the hash-bucket lock), then the waiter
  * blocks until a wake takes it off the queue. Results:
