@@ -181,6 +181,10 @@ static inline void ursa__turn_stop(void)
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */
+/* destroy's wait for an unlock's or a post's pin to go (lib/mutex.c,
+ * lib/sem.c): the i-th wait (from 0): 64 yields, then 1 ms sleeps; false
+ * after about a second (the pin's holder vanished: -EBUSY). */
+URSA_PRIVATE_FN bool ursa__pin_wait(unsigned i);
 URSA_PRIVATE_FN bool ursa__mutex_is_shared(const ursa_mutex_t *m);
 URSA_PRIVATE_FN bool ursa__mutex_is_locked(const ursa_mutex_t *m);
 /* Lock m for a condvar waiter that was woken (lib/cond.c): as

@@ -219,6 +219,21 @@ int ursa_mutex_init(ursa_mutex_t *m, unsigned flags)
 	return 0;
 }
 
+bool ursa__pin_wait(unsigned i)
+{
+	if (i == 64 + 1000)
+		return false;
+	if (i < 64) {
+		sched_yield();
+	} else {
+		struct timespec ms = {0, 1000000};
+		int e = errno; /* EINTR */
+		nanosleep(&ms, NULL);
+		errno = e;
+	}
+	return true;
+}
+
 int ursa_mutex_destroy(ursa_mutex_t *m)
 {
 	if (!m)
@@ -233,16 +248,8 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 		v = ld_acquire(&m->__word);
 		if ((v & (M_HELD | M_CNT)) || !(v & M_PINS))
 			break;
-		if (i == 64 + 1000)
+		if (!ursa__pin_wait(i))
 			return -EBUSY;
-		if (i < 64) {
-			sched_yield();
-		} else {
-			struct timespec ms = {0, 1000000};
-			int e = errno; /* EINTR */
-			nanosleep(&ms, NULL);
-			errno = e;
-		}
 	}
 	return (v & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
 }

@@ -4,47 +4,60 @@
  *
  * Two words:
  *
- *   __value    the free units, 0..URSA_SEM_VALUE_MAX; also the futex word.
- *              Waiters sleep while it is 0.
+ *   __value    bits 0-30 the free units, 0..URSA_SEM_VALUE_MAX; bit 31 REG
+ *              (waiters may be registered: look at __waiters). The futex
+ *              word: waiters sleep while it is REG (no unit, REG set).
  *   __waiters  bit 31 SHARED (constant after init); bits 27-30 the spin
  *              hint (lib/internal.h: how long a waiter spins before it
  *              registers); bit 26 WOKEN (a woken waiter has not stepped
  *              yet); bit 25 HANDED (one unit, not in __value, kept for a
  *              waiter that has slept); bit 24 REQ (a waiter that has waited
- *              URSA_FAIR_NS asks for a hand-off); bits 0-23 the number of
- *              registered waiters: blocked threads, ring waiters
- *              (lib/async.c) and wait-any callers (lib/wait_any.c) that
- *              may be asleep on __value or about to be.
+ *              URSA_FAIR_NS asks for a hand-off); bits 21-23 PINS (posts
+ *              that may still look at the semaphore after their unit became
+ *              takeable: "Pins" below); bits 0-20 the number of registered
+ *              waiters: blocked threads, ring waiters (lib/async.c) and
+ *              wait-any callers (lib/wait_any.c) that may be asleep on
+ *              __value or about to be.
  *
  * Transitions:
  *
- *   trywait / take:  value > 0: CAS value -> value - 1. No syscall. A
- *                    registered waiter that takes then deregisters.
- *   post:            REQ (and no unit free, no hand-off pending): CAS
- *                    __waiters REQ -> HANDED | WOKEN, and wake one unless
- *                    WOKEN was set (a woken waiter on its way claims it).
- *                    Else CAS value -> value + 1 (seq_cst; -EOVERFLOW at
- *                    the maximum, unchanged), then load __waiters
- *                    (seq_cst): waiters registered and not WOKEN: set
- *                    WOKEN, wake one (the designated waker). A post that
- *                    finds WOKEN already set, or that posts again the
- *                    semaphore this thread posted last, runs the turn
- *                    clock (lib/mutex.c, "Turns": after URSA_SEM_TURN_NS,
- *                    25 us, of such posts the poster yields, so the
- *                    woken waiter gets a CPU; "Turns" below says why
- *                    shorter than the mutex's 1 ms, and why the same
- *                    semaphore).
+ *   trywait / take:  units > 0: CAS value -> value - 1 (REG kept). No
+ *                    syscall. A registered waiter that takes then
+ *                    deregisters.
+ *   post, fast:      REG clear: CAS value -> value + 1 (-EOVERFLOW at the
+ *                    maximum, unchanged). Nothing after the CAS.
+ *   post, slow:      REG set: take a pin (CAS __waiters + PIN, none when
+ *                    all 7 are taken); then REQ (and no unit free, no
+ *                    hand-off pending): CAS __waiters REQ -> HANDED |
+ *                    WOKEN, and wake one unless WOKEN was set (a woken
+ *                    waiter on its way claims it). Else CAS value -> value
+ *                    + 1 (seq_cst; -EOVERFLOW as above), then load
+ *                    __waiters (seq_cst): waiters registered and not
+ *                    WOKEN: set WOKEN, wake one (the designated waker).
+ *                    Last, drop the pin. A post that finds WOKEN already
+ *                    set, or that posts again the semaphore this thread
+ *                    posted last, runs the turn clock (lib/mutex.c,
+ *                    "Turns": after URSA_SEM_TURN_NS, 25 us, of such posts
+ *                    the poster yields, so the woken waiter gets a CPU;
+ *                    "Turns" below says why shorter than the mutex's 1 ms,
+ *                    and why the same semaphore).
  *   step (waiter):   take from value if it can; else, once it has slept,
  *                    claim HANDED if set (deregistering and clearing WOKEN
  *                    in the same CAS); else register (count + 1) and, once
  *                    it has slept, clear WOKEN (it may be the woken one),
  *                    and set REQ once it has waited URSA_FAIR_NS, in one
- *                    seq_cst CAS; load value (seq_cst), take if it can,
- *                    else WAIT on (&value, 0).
+ *                    seq_cst CAS; then set REG (fetch-or, seq_cst; a load
+ *                    when already set), take if that saw a unit, else WAIT
+ *                    on (&value, REG).
  *   leave:           deregister (count - 1) in one CAS, which also clears
  *                    WOKEN once the waiter has slept, its own REQ, and,
  *                    when it was the last registered waiter, HANDED (the
- *                    unit goes back to value: "give-back").
+ *                    unit goes back to value: "give-back"). The last one
+ *                    also clears REG (with the give-back's unit, in one
+ *                    CAS), then looks at the count again (seq_cst): a
+ *                    waiter that registered meanwhile gets REG back, and
+ *                    a wake if units came in while REG was clear (posts
+ *                    then took the fast path: no wake).
  *   pass-on:         a waiter that has slept and leaves (took a unit,
  *                    claimed, gave up) may have been the woken one, or
  *                    have consumed a wake: a hand-off still pending, or
@@ -55,13 +68,46 @@
  *                    then, units free and waiters registered: wake one
  *                    plainly (posts that saw WOKEN did not wake).
  *   count 0:         WOKEN and REQ are cleared; HANDED is taken back.
+ *   destroy:         -EBUSY while waiters are registered or a unit is
+ *                    handed; waits while a post holds a pin.
+ *
+ * REG. A post with nobody registered must not look at the semaphore after
+ * its increment: the waiter it served may already have returned, and
+ * destroyed and freed it (POSIX allows that as soon as sem_wait returns;
+ * glibc's bug 12674 was this). So whether to look is decided by the
+ * increment itself: REG lives in the word it changes. A waiter registers
+ * (__waiters) before it sets REG, and sets it with an atomic
+ * read-modify-write of __value that also sees the units: a fast post whose
+ * CAS came first has its unit seen (taken); one that comes after finds
+ * REG and goes slow, and its look at __waiters after its increment
+ * sees the registration (which happened before the REG that the post
+ * saw). REG is cleared only by the waiter that made the count 0, with the
+ * look-again above: a waiter that registered and set REG before that
+ * clear (and maybe slept, expecting REG) is seen by the look, gets REG
+ * back and, if units came meanwhile, a wake; one that sets REG after it
+ * sets it again; one that sleeps expecting REG after the clear gets
+ * -EAGAIN. A REG left set with nobody registered (the look-again raced
+ * with the newcomer's own leave) only sends posts the slow way until the
+ * next last waiter leaves.
+ *
+ * Pins. A slow post looks at the semaphore after its unit became takeable
+ * (its increment, or its hand-off): the Dekker load, the WOKEN CAS, the
+ * take-back. The waiter that takes the unit may return, destroy the
+ * semaphore and free it meanwhile, so the post takes a pin first and
+ * drops it as its last access, and ursa_sem_destroy waits while a pin is
+ * held (as the mutex's unlock: lib/mutex.c, "pins"). With all 7 pins taken
+ * a post takes none (the limit in include/ursa/sem.h). A pin still held
+ * after a second (a process killed inside a post to a URSA_SHARED
+ * semaphore) makes destroy say -EBUSY.
  *
  * Why no wakeup is lost. The Dekker pair: the waiter does W1 = "register"
- * then R1 = "load value"; the poster does W2 = "value++" then R2 = "load
- * __waiters", all four seq_cst, so they sit in one total order. If R2
+ * then R1 = "set REG, seeing value"; the slow poster does W2 = "value++"
+ * then R2 = "load __waiters", all four seq_cst, so they sit in one total
+ * order (the fast poster: "REG" above). If R2
  * misses W1, then R1 sees the post; if R1 misses W2, the poster sees the
  * waiter. Between R1 and the sleep, the kernel compares __value with 0
- * under the futex bucket lock, so a post either makes the sleep return
+ * under the futex bucket lock (with REG: a clear of REG counts as a
+ * change), so a post either makes the sleep return
  * -EAGAIN or finds the sleeper queued. Invariant: every waiter asleep on
  * __value with units free or handed is seen to by WOKEN (the woken waiter
  * will step: take, claim or pass on when it leaves), or by a poster or
@@ -130,19 +176,26 @@
  * the maximum (a hand-off can stay pending for long: a ring waiter's CQE
  * waits for its event loop), so value + HANDED stays within
  * URSA_SEM_VALUE_MAX unless 2^31 posts land between a poster's look at
- * value and its hand-off.
+ * value and its hand-off. At most 2^21 - 1 waiters may be registered at
+ * once (threads, ring ops and wait-anys together).
  */
 #include "lib/internal.h"
 #include "lib/trace.h"
 
+#define S_REG	0x80000000u /* __value bit 31: waiters may be registered */
+#define S_UNITS 0x7fffffffu /* __value bits 0-30: the free units */
+
 #define S_SHARED 0x80000000u
 #define S_EST 0x78000000u /* bits 27-30: the spin hint (lib/internal.h) */
 #define S_EST_SHIFT 27
-#define S_WOKEN 0x04000000u  /* bit 26: a woken waiter has not stepped yet */
-#define S_HANDED 0x02000000u /* bit 25: one unit kept for a slept waiter */
-#define S_REQ 0x01000000u    /* bit 24: a waiter asks for a hand-off */
-#define S_COUNT 0x00ffffffu  /* bits 0-23: registered waiters */
+#define S_WOKEN	    0x04000000u /* bit 26: a woken waiter has not stepped yet */
+#define S_HANDED    0x02000000u /* bit 25: one unit kept for a slept waiter */
+#define S_REQ	    0x01000000u /* bit 24: a waiter asks for a hand-off */
+#define S_PINS	    0x00e00000u /* bits 21-23: posts that may look again */
+#define S_PIN_ONE   0x00200000u
+#define S_COUNT	    0x001fffffu /* bits 0-20: registered waiters */
 
+_Static_assert(URSA_SEM_VALUE_MAX == S_UNITS, "the units are __value's bits 0-30");
 _Static_assert(sizeof(ursa_sem_t) == 8, "ursa_sem_t must be 8 bytes");
 _Static_assert(_Alignof(ursa_sem_t) == 4, "ursa_sem_t must be 4-byte aligned");
 
@@ -165,7 +218,18 @@ int ursa_sem_destroy(ursa_sem_t *s)
 {
 	if (!s)
 		return -EINVAL;
-	return (ld_acquire(&s->__waiters) & (S_COUNT | S_HANDED)) ? -EBUSY : 0;
+	/* A post's pin: that post is between its increment (or hand-off) and
+	 * its last look at the semaphore; let it finish (microseconds: a
+	 * futex wake) before the caller may free the memory ("Pins"). */
+	uint32_t w;
+	for (unsigned i = 0;; i++) {
+		w = ld_acquire(&s->__waiters);
+		if ((w & (S_COUNT | S_HANDED)) || !(w & S_PINS))
+			break;
+		if (!ursa__pin_wait(i))
+			return -EBUSY;
+	}
+	return (w & (S_COUNT | S_HANDED)) ? -EBUSY : 0;
 }
 
 int ursa_sem_value(ursa_sem_t *s)
@@ -175,7 +239,7 @@ int ursa_sem_value(ursa_sem_t *s)
 	/* A unit being handed to a waiter is that waiter's already (as
 	 * POSIX's sem_post gives a unit to a blocked waiter): not counted,
 	 * as trywait cannot take it. */
-	return (int)ld_relaxed(&s->__value);
+	return (int)(ld_relaxed(&s->__value) & S_UNITS);
 }
 
 static void s_take_back(ursa_sem_t *s);
@@ -198,13 +262,23 @@ static bool s_wake_one(ursa_sem_t *s, uint32_t w)
 	return false;
 }
 
-/* Put a unit that left __waiters into value, and wake as post does. */
-static void s_give_back(ursa_sem_t *s)
+/* The count went to 0 with w's deregistration: clear REG, putting a
+ * hand-off given back (gb) into value in the same CAS; then look at the
+ * count again (seq_cst): a waiter that registered meanwhile may have set
+ * REG before our clear and slept expecting it, and posts while REG was
+ * clear did not wake. Give it REG back, and a wake if units are free
+ * ("REG" at the top of the file). */
+static void s_unregister(ursa_sem_t *s, uint32_t gb)
 {
-	__atomic_fetch_add(&s->__value, 1, __ATOMIC_SEQ_CST);
+	uint32_t v = ld_relaxed(&s->__value);
+	while (!cas_seqcst(&s->__value, &v, (v & ~S_REG) + gb))
+		;
 	uint32_t w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
-	if (w & S_COUNT)
-		s_wake_one(s, w);
+	if (!(w & S_COUNT))
+		return;
+	v = __atomic_fetch_or(&s->__value, S_REG, __ATOMIC_SEQ_CST);
+	if (v & S_UNITS)
+		s_wake_one(s, __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST));
 }
 
 /* Our designated wake found nobody asleep: the registered waiters are on
@@ -220,7 +294,7 @@ static void s_take_back(ursa_sem_t *s)
 	if (w & S_HANDED)
 		__atomic_fetch_add(&s->__value, 1, __ATOMIC_SEQ_CST);
 	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
-	if ((w & S_COUNT) && __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0)
+	if ((w & S_COUNT) && (__atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) & S_UNITS))
 		ursa_k_futex_wake(&s->__value, 1, w & S_SHARED);
 }
 
@@ -229,7 +303,7 @@ static void s_take_back(ursa_sem_t *s)
  * (post into value). w: a recent load of __waiters. */
 static bool s_hand_off(ursa_sem_t *s, uint32_t w)
 {
-	if (ld_relaxed(&s->__value) != 0)
+	if (ld_relaxed(&s->__value) & S_UNITS)
 		return false;
 	do {
 		if ((w & (S_REQ | S_HANDED)) != S_REQ || !(w & S_COUNT))
@@ -240,29 +314,46 @@ static bool s_hand_off(ursa_sem_t *s, uint32_t w)
 	return true;
 }
 
-int ursa_sem_post(ursa_sem_t *s)
+/* Add one to value (REG kept), unless that would pass the maximum. *v: a
+ * recent load of value. reg: fail (false, *v loaded) if REG is set. */
+static inline __attribute__((always_inline)) int s_add(ursa_sem_t *s, uint32_t *v, bool reg)
 {
-	if (!s)
-		return -EINVAL;
-	uint32_t w = ld_relaxed(&s->__waiters);
-	if (unlikely(w & S_REQ) && s_hand_off(s, w)) {
-		ursa__turn_stop();
-		return 0;
-	}
-	uint32_t v = ld_relaxed(&s->__value);
 	do {
+		if (reg && (*v & S_REG))
+			return 1;
 		/* A unit kept for a waiter (HANDED) counts: its waiter may
 		 * give it back into value (a wait-any that took another
 		 * object, a cancel), which must not pass the maximum. */
-		if (v >= URSA_SEM_VALUE_MAX - 1 &&
-		    (v >= URSA_SEM_VALUE_MAX || (ld_relaxed(&s->__waiters) & S_HANDED)))
+		uint32_t u = *v & S_UNITS;
+		if (u >= URSA_SEM_VALUE_MAX - 1 &&
+		    (u >= URSA_SEM_VALUE_MAX || (ld_relaxed(&s->__waiters) & S_HANDED)))
 			return -EOVERFLOW;
-	} while (!cas_seqcst(&s->__value, &v, v + 1));
+	} while (!cas_seqcst(&s->__value, v, *v + 1));
+	return 0;
+}
+
+/* The post with waiters registered (REG): pinned, so that the waiter it
+ * serves may return and destroy the semaphore meanwhile ("Pins"). */
+static __attribute__((noinline)) int s_post_slow(ursa_sem_t *s)
+{
+	uint32_t w = ld_relaxed(&s->__waiters), pin;
+	do
+		pin = (w & S_PINS) != S_PINS ? S_PIN_ONE : 0;
+	while (!cas_seqcst(&s->__waiters, &w, w + pin));
+	int r = 0;
+	if (unlikely(w & S_REQ) && s_hand_off(s, w)) {
+		ursa__turn_stop();
+		goto out;
+	}
+	uint32_t v = ld_relaxed(&s->__value);
+	r = s_add(s, &v, false);
+	if (r)
+		goto out;
 	/* seq_cst after the seq_cst CAS: the Dekker pair with the waiter's
 	 * registration (see the top of this file). */
 	w = __atomic_load_n(&s->__waiters, __ATOMIC_SEQ_CST);
 	if (!(w & S_COUNT))
-		return 0;
+		goto out;
 	/* Posting while an earlier post's woken waiter has not run yet, or
 	 * posting again the semaphore this thread posted last while waiters
 	 * are registered (it took the unit back in between: the waiters it
@@ -274,11 +365,28 @@ int ursa_sem_post(ursa_sem_t *s)
 	 * another's is not keeping anyone out. */
 	bool again = ursa__turn.posted == s;
 	ursa__turn.posted = s;
-	if (s_wake_one(s, w) || again)
+	bool yield = s_wake_one(s, w) || again;
+	if (pin)
+		__atomic_fetch_sub(&s->__waiters, pin, __ATOMIC_RELEASE);
+	if (yield)
 		ursa__let_woken_run_ns(URSA_SEM_TURN_NS);
 	else
 		ursa__turn_stop();
 	return 0;
+out:
+	if (pin)
+		__atomic_fetch_sub(&s->__waiters, pin, __ATOMIC_RELEASE);
+	return r;
+}
+
+int ursa_sem_post(ursa_sem_t *s)
+{
+	if (!s)
+		return -EINVAL;
+	/* Nobody registered (REG clear): one CAS, and not a look after it. */
+	uint32_t v = ld_relaxed(&s->__value);
+	int r = s_add(s, &v, true);
+	return r <= 0 ? r : s_post_slow(s);
 }
 
 /* __waiters v after w deregisters (count - 1): it clears WOKEN once it has
@@ -307,7 +415,7 @@ static inline void s_forget(struct ursa_waiter *w)
 static void s_pass_on(ursa_sem_t *s, uint32_t left)
 {
 	if ((left & S_COUNT) &&
-	    ((left & S_HANDED) || __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) > 0))
+	    ((left & S_HANDED) || (__atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) & S_UNITS)))
 		s_wake_one(s, left);
 }
 
@@ -322,9 +430,9 @@ static void s_leave(ursa_sem_t *s, struct ursa_waiter *w)
 		n = s_left(v, w);
 	while (!cas_seqcst(&s->__waiters, &v, n));
 	s_forget(w);
-	if ((v & S_HANDED) && !(n & S_HANDED))
-		s_give_back(s);
-	if (w->slept)
+	if (!(n & S_COUNT))
+		s_unregister(s, (v & S_HANDED) ? 1 : 0); /* and give a hand-off back */
+	else if (w->slept)
 		s_pass_on(s, n);
 }
 
@@ -339,7 +447,10 @@ static int s_claim(ursa_sem_t *s, struct ursa_waiter *w)
 		n = s_left(v & ~S_HANDED, w);
 	} while (!cas_seqcst(&s->__waiters, &v, n));
 	s_forget(w);
-	s_pass_on(s, n);
+	if (!(n & S_COUNT))
+		s_unregister(s, 0);
+	else
+		s_pass_on(s, n);
 	return 0;
 }
 
@@ -347,7 +458,7 @@ static int sem_take(void *obj, struct ursa_waiter *w)
 {
 	ursa_sem_t *s = obj;
 	uint32_t v = ld_relaxed(&s->__value);
-	while (v > 0) {
+	while (v & S_UNITS) {
 		if (cas_acq(&s->__value, &v, v - 1)) {
 			if (w->registered)
 				s_leave(s, w);
@@ -400,7 +511,12 @@ static int sem_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 		w->registered = 1;
 		if ((n & S_REQ) && !(v & S_REQ))
 			w->aux |= URSA_W_REQ;
-		if (__atomic_load_n(&s->__value, __ATOMIC_SEQ_CST) == 0)
+		/* REG, after the registration ("REG" at the top): a post
+		 * before it added a unit we see here; one after goes slow. */
+		uint32_t x = __atomic_load_n(&s->__value, __ATOMIC_SEQ_CST);
+		if (!(x & S_REG))
+			x = __atomic_fetch_or(&s->__value, S_REG, __ATOMIC_SEQ_CST);
+		if (!(x & S_UNITS))
 			break;
 	}
 	/* A blocked thread bounds a sleep that waits on someone else's turn
@@ -409,7 +525,7 @@ static int sem_step(void *obj, struct ursa_waiter *w, struct ursa_wait *out)
 	out->bound_us =
 		(ld_relaxed(&s->__waiters) & (S_WOKEN | S_HANDED)) ? URSA_HANDED_SLEEP_MS * 1000u : 0;
 	out->addr = &s->__value;
-	out->val = 0;
+	out->val = S_REG;
 	out->shared = s_shared(s);
 	return URSA_STEP_WAIT;
 }
@@ -451,7 +567,7 @@ int ursa__sem_spin(ursa_sem_t *s, bool timed)
 	int budget = ursa__spin_budget(est);
 	bool busy = false; /* a unit was there, and another waiter took it */
 	for (int i = 0;; i++) {
-		if (ld_relaxed(&s->__value) > 0) {
+		if (ld_relaxed(&s->__value) & S_UNITS) {
 			if (sem_take(s, &none) == 0) {
 				if (i)
 					sem_set_est(s, w, ursa__spin_learn(est, i, true));

@@ -76,10 +76,16 @@ URSA_API int ursa_sem_timedwait(ursa_sem_t *s, clockid_t clk, const struct times
 URSA_API int ursa_sem_value(ursa_sem_t *s);
 
 /* Check no one waits on *s (and no unit is being handed to a waiter).
- * Returns 0, -EBUSY, -EINVAL. Unlike a mutex's, a semaphore's memory is not
- * safe to free while an ursa_sem_post on it may still be running (after
- * the waiter it served returned): the post looks at the waiter count after
- * its increment and may wake. */
+ * Returns 0, -EBUSY, -EINVAL. Once it returned 0 the memory may be freed,
+ * even while the ursa_sem_post that served the last wait is still running
+ * (POSIX's sem_destroy rule; a completion semaphore on the waiter's
+ * stack): a post that found waiters holds a pin until its last access,
+ * and destroy waits for it (microseconds: a futex wake). Limits: seven
+ * pins; an eighth such post at once takes none, and a semaphore it posts
+ * to must not be freed before it returned. Freeing without destroy is
+ * safe only after posts that found nobody waiting (those do not touch the
+ * semaphore after their increment). A pin held for a second (a process
+ * killed inside a post to a URSA_SHARED semaphore): -EBUSY. */
 URSA_API int ursa_sem_destroy(ursa_sem_t *s);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

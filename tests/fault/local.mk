@@ -3,7 +3,8 @@
 # tests/fault/NAME.c.
 # (Built and run by make check: SUITES, tests/local.mk.)
 FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/ring tests/fault/seccomp \
-	tests/fault/unlock_destroy tests/fault/clock_step tests/fault/cond_rt \
+	tests/fault/unlock_destroy tests/fault/post_destroy tests/fault/clock_step \
+	tests/fault/cond_rt \
 	tests/fault/sigkill tests/fault/signals
 
 # tests/fault/mutex_handoff_repro: the C reproduction of the mutex hand-off

@@ -77,9 +77,13 @@ sem	-DNWAITERS=2 -DBREAK=3	mustfail
 sem	-DNWAITERS=2 -DBREAK=4	mustfail
 sem	-DNWAITERS=2 -DBREAK=5	mustfail
 sem	-DNWAITERS=2 -DBREAK=6	mustfail
+sem	-DNWAITERS=2 -DBREAK=7	mustfail
+sem	-DNWAITERS=2 -DBREAK=8	mustfail
 sem	-DNWAITERS=2 -DREACH=1	mustfail
 sem	-DNWAITERS=2 -DREACH=2	mustfail
 sem	-DNWAITERS=2 -DREACH=4	mustfail
+sem	-DNWAITERS=2 -DREACH=8	mustfail
+sem	-DNWAITERS=2 -DREACH=16	mustfail
 event	-DAUTO -DNW=3	ok
 event	-DNW=3	ok
 waitq	-DNSLOT=2 -DNTGT=2	ok

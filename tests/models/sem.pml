@@ -9,7 +9,14 @@
  * serves what came meanwhile), the hand-off (a post with REQ set and no
  * unit free keeps its unit in HANDED for a waiter that has slept; the last
  * waiter to leave, or a designated wake that finds nobody, gives it back
- * to value), and abandon's pass-on. Blocking waiters (ursa_sem_wait /
+ * to value), and abandon's pass-on; REG (bit 31 of __value: a post that
+ * finds it clear adds its unit and looks no further; a waiter sets it after
+ * registering, in a read-modify-write that sees the units, and sleeps
+ * while the word is REG; the waiter whose leave makes the count 0 clears
+ * it, then looks at the count again and puts it back, with a wake if units
+ * came) and the post's pin (a post that finds REG takes one before its
+ * increment and drops it last; destroy waits while one is held). Blocking
+ * waiters (ursa_sem_wait /
  * _trywait / _timedwait over ursa__block), ring waiters
  * (ursa_sem_wait_async: lib/async.c) and a wait-any-like waiter
  * (lib/wait_any.c: woken here, it may leave having taken another object,
@@ -27,7 +34,14 @@
  * waiter that fails leaves it set; 3 no take-back when the designated wake
  * finds nobody; 4 the last waiter to leave does not give a hand-off back;
  * 5 the take-back leaves HANDED set; 6 pass-on ignores a pending
- * hand-off.
+ * hand-off; 7 a post that finds REG takes no pin; 8 the last waiter to leave
+ * does not look again after clearing REG.
+ *
+ * Also checked: no post touches the semaphore after it was destroyed. Once
+ * every waiter has returned (the posts they needed have all added their
+ * units), init destroys it as ursa_sem_destroy does (waiting while a pin
+ * is held) and marks it freed; every step of a post after its increment or
+ * hand-off asserts it was not.
  *
  * Memory model: lib/sem.c makes every operation of the Dekker pairs
  * seq_cst (post's CAS and loads; the waiter's register/clear and load;
@@ -68,7 +82,24 @@ bool hnd;	/* s->__waiters HANDED: a unit kept for a waiter that slept */
 bool req;	/* s->__waiters REQ: a waiter asks for a hand-off */
 byte taken;	/* units taken, all waiters (claims included) */
 byte posts;	/* units posted */
-byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
+bool reg;	/* s->__value REG: waiters may be registered */
+byte pins;	/* s->__waiters PINS */
+byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back,
+		   3 REG put back by a leaver's look again, 4 a fast post */
+byte ndone;	/* ghost: waiters that returned */
+bool freed;	/* ghost: destroyed after every waiter returned */
+
+/* The ghost seen is kept only where a REACH check reads it (it multiplies
+ * the states). */
+#ifdef REACH
+#define SEEN(b) seen = seen | (b)
+#else
+#define SEEN(b) skip
+#endif
+
+/* A step of a post after its unit became takeable: the semaphore must
+ * not have been destroyed (its pin keeps it). */
+#define LIVE assert(!freed)
 
 /* s_take_back: the designated wake found nobody asleep: clear WOKEN and
  * HANDED in one CAS, put a hand-off's unit into value, then (posts that
@@ -76,15 +107,16 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
  * plainly. */
 #define s_take_back()							\
 	atomic {							\
+		LIVE;							\
 		gb = hnd && BREAK != 5;					\
 		wkn = false;						\
 		if :: BREAK != 5 -> hnd = false :: else fi		\
 	};								\
 	if								\
-	:: gb -> gb = false; atomic { value++; seen = seen | 2 }	\
+	:: gb -> gb = false; atomic { LIVE; value++; SEEN(2) }	\
 	:: else								\
 	fi;								\
-	atomic { left = nwait };					\
+	atomic { LIVE; left = nwait };					\
 	if								\
 	:: atomic { left > 0 && value > 0 -> skip };			\
 		futex_wake(0, 1, cnt, tmp)				\
@@ -96,8 +128,8 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
  * set WOKEN and wake one; if that finds nobody asleep, take back. */
 #define s_wake_one()							\
 	if								\
-	:: atomic { nwait > 0 && !wkn -> wkn = true; go = true }	\
-	:: atomic { !(nwait > 0 && !wkn) -> go = false }		\
+	:: atomic { nwait > 0 && !wkn -> LIVE; wkn = true; go = true }	\
+	:: atomic { !(nwait > 0 && !wkn) -> LIVE; go = false }		\
 	fi;								\
 	if								\
 	:: go ->							\
@@ -111,11 +143,23 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 	:: else								\
 	fi
 
-/* s_give_back: a hand-off nobody is left to claim goes into value, and
- * the giver wakes as post does. */
-#define s_give_back()							\
-	atomic { value++; seen = seen | 4 };				\
-	s_wake_one()
+/* s_unregister: the count went to 0 with our deregistration: clear REG,
+ * giving a hand-off nobody is left to claim back into value in the same
+ * CAS (gb); then look at the count again: a waiter registered meanwhile
+ * gets REG back, and a wake if units are free (posts while REG was clear
+ * did not wake). */
+#define s_unregister()							\
+	atomic {							\
+		reg = false;						\
+		if :: gb -> value++; SEEN(4) :: else fi;	\
+		gb = false						\
+	};								\
+	if								\
+	:: atomic { nwait > 0 && BREAK != 8 -> skip };			\
+		atomic { units = (value > 0); reg = true; SEEN(8) }; \
+		if :: units -> units = false; s_wake_one() :: else fi	\
+	:: atomic { !(nwait > 0 && BREAK != 8) -> skip }		\
+	fi
 
 /* The deregistration CAS (s_left): count - 1; a waiter that has slept
  * clears WOKEN (it may be the woken one), a requester its REQ; with
@@ -124,7 +168,7 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 #define s_left(claim)							\
 	nwait--;							\
 	if								\
-	:: claim -> hnd = false; taken++; seen = seen | 1		\
+	:: claim -> hnd = false; taken++; SEEN(1)		\
 	:: else								\
 	fi;								\
 	if :: slept -> wkn = false :: else fi;				\
@@ -151,12 +195,12 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 		left = 0; lefth = false }				\
 	fi
 
-/* s_leave: deregister (take from value, or give up); give HANDED back if
- * we were the last. */
+/* s_leave: deregister (take from value, or give up); the last one
+ * unregisters (and gives HANDED back). */
 #define s_leave()							\
 	atomic { s_left(false) };					\
 	registered = false; myreq = false;				\
-	if :: gb -> gb = false; s_give_back() :: else fi
+	if :: left == 0 -> s_unregister() :: else fi
 
 /* sem_take: value > 0: value - 1, then a registered waiter leaves (one
  * that slept passes on). Else a registered waiter that has slept claims a
@@ -174,7 +218,7 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 		:: slept && BREAK == 1 ->	/* WOKEN left set */	\
 			atomic { slept = false; s_left(false); slept = true }; \
 			registered = false; myreq = false;		\
-			if :: gb -> gb = false; s_give_back() :: else fi \
+			if :: left == 0 -> s_unregister() :: else fi	\
 		:: else -> s_leave()					\
 		fi;							\
 		if							\
@@ -189,7 +233,12 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 			fi						\
 		};							\
 		if							\
-		:: ok -> registered = false; myreq = false; s_pass_on()	\
+		:: ok ->						\
+			registered = false; myreq = false;		\
+			if						\
+			:: left == 0 -> s_unregister()			\
+			:: else -> s_pass_on()				\
+			fi						\
 		:: else							\
 		fi							\
 	:: else								\
@@ -244,9 +293,10 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 			:: claimnow -> claimnow = false	/* claim it */	\
 			:: else ->					\
 				if					\
-				:: atomic { value == 0 -> r = WAIT };	\
+				:: atomic { value == 0 ->		\
+					reg = true; r = WAIT };		\
 					break				\
-				:: atomic { value != 0 -> skip }	\
+				:: atomic { value != 0 -> reg = true }	\
 				fi					\
 			fi						\
 		fi							\
@@ -266,36 +316,42 @@ byte seen;	/* ghost: bit 0 a claim, 1 a take-back of HANDED, 2 a give-back */
 	fi;								\
 	left = 0; cnt = 0
 
-/* ursa_sem_post: with REQ set and no unit free, hand the unit off
- * (REQ -> HANDED | WOKEN; wake one unless WOKEN was set; a wake that finds
- * nobody takes back); else value + 1 and a designated wake. */
+/* ursa_sem_post: REG clear: value + 1, nothing after. REG set: take a
+ * pin; then, with REQ set and no unit free, hand the unit off (REQ ->
+ * HANDED | WOKEN; wake one unless WOKEN was set; a wake that finds nobody
+ * takes back); else value + 1 and a designated wake; drop the pin. */
 #define sem_post()							\
 	if								\
-	:: atomic { req && value == 0 -> skip };			\
-		atomic {						\
-			if						\
-			:: req && !hnd && nwait > 0 ->			\
-				req = false; hnd = true; posts++;	\
-				go = !wkn; wkn = true; ho = true	\
-			:: else -> ho = false				\
-			fi						\
-		}							\
-	:: atomic { !(req && value == 0) -> ho = false }		\
-	fi;								\
-	if								\
-	:: ho ->							\
-		ho = false;						\
+	:: atomic { !reg -> LIVE; value++; posts++; SEEN(16) }	\
+	:: atomic { reg -> LIVE; pin = (BREAK != 7); if :: pin -> pins++ :: else fi } ; \
 		if							\
-		:: go ->						\
-			go = false;					\
-			futex_wake(0, 1, cnt, tmp);			\
-			if :: cnt == 0 -> s_take_back() :: else fi;	\
-			cnt = 0						\
-		:: else							\
-		fi							\
-	:: else ->							\
-		atomic { value++; posts++ };				\
-		s_wake_one()						\
+		:: atomic { req && value == 0 -> skip };		\
+			atomic {					\
+				if					\
+				:: req && !hnd && nwait > 0 ->		\
+					req = false; hnd = true; posts++; \
+					go = !wkn; wkn = true; ho = true \
+				:: else -> ho = false			\
+				fi					\
+			}						\
+		:: atomic { !(req && value == 0) -> ho = false }	\
+		fi;							\
+		if							\
+		:: ho ->						\
+			ho = false;					\
+			if						\
+			:: go ->					\
+				go = false;				\
+				futex_wake(0, 1, cnt, tmp);		\
+				if :: cnt == 0 -> s_take_back() :: else fi; \
+				cnt = 0					\
+			:: else						\
+			fi						\
+		:: else ->						\
+			atomic { value++; posts++ };			\
+			s_wake_one()					\
+		fi;							\
+		atomic { LIVE; if :: pin -> pins-- :: else fi; pin = false } \
 	fi
 
 /*
@@ -313,6 +369,7 @@ proctype Waiter(bool may_stop; bool any; byte spur; bool ring)
 	byte cnt, tmp, r, left;
 	byte stops = (may_stop -> 1 : 0);
 	bool registered, ok, slept, go, gb, ho, lefth, want, claimnow, myreq;
+	bool units, pin;
 
 again:
 	slept = false;	/* a new wait (the semaphore's ring ops start so too) */
@@ -326,7 +383,7 @@ again:
 		:: stops > 0 -> stops--; sem_abandon(); goto again
 		:: true
 		fi;
-		futex_wait(0, value, 0, (stops > 0 || any), spur, r);
+		futex_wait(0, (reg && value == 0), 1, (stops > 0 || any), spur, r);
 		slept = true;
 		if
 		:: r == R_WOKEN && any ->	/* took another object */
@@ -361,13 +418,14 @@ out:
 	if
 	:: any && r == DONE -> sem_post()	/* give the unit back */
 	:: else
-	fi
+	fi;
+	ndone++
 }
 
 proctype Poster()
 {
 	byte cnt, tmp, left;
-	bool go, gb, ho;
+	bool go, gb, ho, units, pin;
 	sem_post()
 }
 
@@ -382,12 +440,17 @@ init {
 		if :: NWAITERS > 1 -> run Waiter(STOP, false, 0, RING); run Poster() :: else fi;
 		if :: NWAITERS > 2 -> run Waiter(false, true, 0, false) :: else fi
 	}
+	/* Every waiter returned: destroy (it waits while a post holds a
+	 * pin) and free. */
+	ndone == NWAITERS;
+	atomic { pins == 0 -> freed = true };
 	_nr_pr == 1;
 	assert(value == posts - taken);
-	assert(nwait == 0 && !wkn && !hnd && !req);
+	assert(nwait == 0 && !wkn && !hnd && !req && pins == 0);
 #ifdef REACH
 	/* -DREACH=n: a check that must fail, showing that some run reaches
-	 * the path (1 a claim, 2 a take-back of HANDED, 4 a give-back). */
+	 * the path (1 a claim, 2 a take-back of HANDED, 4 a give-back, 8 REG put
+	 * back by a leaver's look again, 16 a fast post). */
 	assert((seen & REACH) == 0);
 #endif
 	assert(len(fq[0]) == 0);

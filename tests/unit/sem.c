@@ -96,7 +96,7 @@ Test(sem, overflow_at_max_leaves_value)
 #define SEM_WOKEN  0x04000000u
 #define SEM_HANDED 0x02000000u
 #define SEM_REQ	   0x01000000u
-#define SEM_COUNT  0x00ffffffu
+#define SEM_COUNT  0x001fffffu
 
 /* A unit kept for a waiter (HANDED) counts against the maximum: the waiter
  * may give it back into value instead of taking it (here a ring wait-any
@@ -137,7 +137,9 @@ Test(sem, overflow_counts_a_unit_being_handed)
 	w = __atomic_load_n(&s.__waiters, __ATOMIC_RELAXED);
 	cr_assert(w & SEM_HANDED, "not handed (__waiters %#x)", w);
 	cr_assert_eq(ursa_sem_value(&s), 0);
-	__atomic_store_n(&s.__value, URSA_SEM_VALUE_MAX - 1, __ATOMIC_RELAXED);
+	/* (Bit 31 of __value, REG, says the op is registered: kept.) */
+	__atomic_store_n(&s.__value, (s.__value & ~URSA_SEM_VALUE_MAX) | (URSA_SEM_VALUE_MAX - 1),
+			 __ATOMIC_RELAXED);
 	cr_assert_eq(ursa_sem_post(&s), -EOVERFLOW, "the handed unit was not counted");
 	cr_assert_eq(ursa_sem_value(&s), (int)URSA_SEM_VALUE_MAX - 1);
 	/* The op takes the event and gives the unit back. */
