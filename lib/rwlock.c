@@ -62,7 +62,9 @@
  *                 sleeps at most URSA_HANDED_SLEEP_MS, then steps again.
  *   read unlock:  count - 1; the last reader, if a bit is set, runs
  *                 wake_writer_or_readers. write unlock: MASK -> 0, the
- *                 same with readers_first.
+ *                 same with readers_first. An unlock that will wake takes
+ *                 a pin in __notify before its release and drops it after
+ *                 its wakes ("Pins").
  *   wake_writer_or_readers, only while unlocked (locked again: that holder's
  *   unlock takes over):
  *     readers_first and READERS_WAITING set (the read phase): clear only
@@ -75,7 +77,7 @@
  *                           lock, setting WRITERS_WAITING for the others,
  *                           or sets it again and sleeps);
  *     WRITERS_WAITING set:  clear it (and WRITER_FIRST), set WRITER_WOKEN,
- *                           __notify += 2, wake one writer; with
+ *                           __notify += 16, wake one writer; with
  *                           READERS_WAITING too, the readers stay blocked
  *                           behind it. With WRITER_REQ set, clear it too and
  *                           leave the lock HANDED (count MASK - 1): held for
@@ -206,7 +208,24 @@
  * ones until their bounded sleep ends, ring ones until something else
  * wakes them. Re-initialise such a lock.
  *
- * ABA: a writer misses a wake only if exactly 2^31 writer wakes happen
+ * Pins. An unlock that wakes looks at the lock after its release (the CASes
+ * of wake_writer_or_readers, the take-back when a wake found nobody). POSIX
+ * lets the lock be destroyed and freed as soon as nobody holds or waits on
+ * it, and a waiter that was registered but not asleep can take the lock,
+ * unlock it and destroy it in that window. So an unlock that may wake
+ * (waiting bits seen before its release: the write unlock's slow path, a
+ * read unlock that may be the last with bits set) takes a pin in __notify
+ * before it releases and drops it as its last access, and
+ * ursa_rwlock_destroy waits while one is held (as the mutex's: lib/mutex.c,
+ * "pins"). Limits: with all 7 pins taken an unlock takes none; and a read
+ * unlock that saw no bit before its subtraction, the inline one compiled
+ * into programs (include/ursa/rwlock.h) included, wakes unpinned if a
+ * waiter's bit came in between its load and its subtraction (the waiter
+ * would have to register, take, unlock and destroy in that window).
+ * A pin held for a second (a process killed inside an unlock of a
+ * URSA_SHARED lock) makes destroy say -EBUSY.
+ *
+ * ABA: a writer misses a wake only if exactly 2^28 writer wakes happen
  * between its snapshot of __notify and its sleep.
  */
 #include "lib/internal.h"
@@ -226,10 +245,13 @@
 #define RW_WRITERS_WAITING (1u << 31)	    /* writers may sleep on __notify */
 #define RW_WAITING	   (RW_READERS_WAITING | RW_WRITERS_WAITING)
 
-/* __notify: bit 0 SHARED (constant after init), bits 1-31 the writer
- * wake counter. */
+/* __notify: bit 0 SHARED (constant after init), bits 1-3 PINS (unlocks
+ * that may still look at the lock after releasing it: "Pins" above), bits
+ * 4-31 the writer wake counter. */
 #define RW_NOTIFY_SHARED 1u
-#define RW_NOTIFY_STEP	 2u
+#define RW_PIN_ONE	 2u
+#define RW_PINS		 0xeu
+#define RW_NOTIFY_STEP	 16u
 
 #define RW_NOINLINE __attribute__((noinline))
 
@@ -328,8 +350,36 @@ int ursa_rwlock_destroy(ursa_rwlock_t *l)
 	/* Held, or waited on by a thread or a ring op (registered from its
 	 * first WAIT step until it takes the lock or gives up). A waiting bit
 	 * left by a waiter that gave up is cleared by the next unlock, so a
-	 * quiescent lock always reads 0 here. */
-	return ld_acquire(&l->__state) ? -EBUSY : 0;
+	 * quiescent lock always reads 0 here. Free, with an unlock's pin: that
+	 * unlock has not finished waking; let it ("Pins"). */
+	for (unsigned i = 0;; i++) {
+		if (ld_acquire(&l->__state))
+			return -EBUSY;
+		if (!(ld_acquire(&l->__notify) & RW_PINS))
+			return 0;
+		if (!ursa__pin_wait(i))
+			return -EBUSY;
+	}
+}
+
+/* Pin the lock before a release after which we may wake ("Pins"): 0 if
+ * all pins are taken. Relaxed: the release that follows orders it before
+ * anything a taker of the lock does, destroy included. */
+static inline uint32_t rw_pin(ursa_rwlock_t *l)
+{
+	uint32_t v = ld_relaxed(&l->__notify), p;
+	do
+		p = (v & RW_PINS) != RW_PINS ? RW_PIN_ONE : 0;
+	while (p && !cas_relaxed(&l->__notify, &v, v + p));
+	return p;
+}
+
+/* Our last access (release: everything before it happens before the
+ * destroy that sees the pin gone). */
+static inline void rw_unpin(ursa_rwlock_t *l, uint32_t pin)
+{
+	if (pin)
+		__atomic_fetch_sub(&l->__notify, pin, __ATOMIC_RELEASE);
 }
 
 /* ---- waking --------------------------------------------------------- */
@@ -790,20 +840,30 @@ int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timesp
 	return likely(rd_take(l)) ? 0 : rdlock_slow(l, clk, abs);
 }
 
+/* A read unlock that saw a waiting bit set (or not read-held: -EPERM). A
+ * CAS, not a subtraction, so that we know whether we will be the last
+ * reader out (and wake) before we release: then pinned ("Pins"). */
 static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 {
-	uint32_t s = ld_relaxed(&l->__state);
+	uint32_t s = ld_relaxed(&l->__state), pin = 0;
+	int r = 0;
 	for (;;) {
 		uint32_t c = rw_count(s);
-		if (c == 0 || c == RW_WRITE_LOCKED || c == RW_HANDED)
-			return -EPERM;
+		if (c == 0 || c == RW_WRITE_LOCKED || c == RW_HANDED) {
+			r = -EPERM;
+			break;
+		}
+		if (c == 1 && (s & RW_WAITING) && !pin && (pin = rw_pin(l)))
+			s = ld_relaxed(&l->__state);
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */
-		if (!cas_rel(&l->__state, &s, s - 1))
-			continue;
-		rw_released(l, s - 1, false);
-		return 0;
+		else if (cas_rel(&l->__state, &s, s - 1)) {
+			rw_released(l, s - 1, false);
+			break;
+		}
 	}
+	rw_unpin(l, pin);
+	return r;
 }
 
 /* A read unlock's subtraction found __state s: the last reader out wakes
@@ -833,8 +893,10 @@ int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 	 * subtraction, no compare-and-swap to lose against other readers.
 	 * Release: our reads of the protected data happen before the next
 	 * writer's writes. */
-	if (likely(rw_count(s) - 1 < RW_MAX_READERS))
+	if (likely(rw_count(s) - 1 < RW_MAX_READERS) && !(s & RW_WAITING))
 		return rd_subtracted(l, __atomic_fetch_sub(&l->__state, 1, __ATOMIC_RELEASE));
+	/* A waiting bit: we may be the last reader out, and wake (pinned),
+	 * which only a CAS tells us before the release; or not read-held. */
 	return rdunlock_slow(l);
 }
 
@@ -922,14 +984,24 @@ int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timesp
 static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
 {
 	uint32_t s = ld_relaxed(&l->__state);
+	if (!rw_write_locked(s))
+		return -EPERM;
+	/* Waiting bits (else the fast CAS to 0 had worked): we will wake
+	 * after our release; pinned ("Pins"). */
+	uint32_t pin = rw_pin(l);
+	int r = 0;
 	for (;;) {
-		if (!rw_write_locked(s))
-			return -EPERM;
-		if (!cas_rel(&l->__state, &s, s - RW_WRITE_LOCKED))
-			continue;
-		rw_released(l, s - RW_WRITE_LOCKED, true);
-		return 0;
+		if (!rw_write_locked(s)) {
+			r = -EPERM;
+			break;
+		}
+		if (cas_rel(&l->__state, &s, s - RW_WRITE_LOCKED)) {
+			rw_released(l, s - RW_WRITE_LOCKED, true);
+			break;
+		}
 	}
+	rw_unpin(l, pin);
+	return r;
 }
 
 int ursa_rwlock_wrunlock(ursa_rwlock_t *l)

@@ -90,7 +90,16 @@ URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
 /* Check *l is unlocked and unwaited, for reuse or freeing. Returns 0,
  * -EBUSY (held, or waited on by a blocked thread or a ring op, including
  * one whose SQE is not yet submitted or whose CQE is not yet handled),
- * -EINVAL. Never blocks. */
+ * -EINVAL. As for a mutex, the lock may be destroyed and its memory freed
+ * as soon as nobody holds or waits on it, even while the unlock that
+ * freed it is still waking on another thread: such an unlock holds a pin,
+ * and destroy waits (yielding the CPU, then in 1 ms sleeps) until every
+ * pinned unlock has finished with *l, microseconds
+ * (tests/fault/waker_destroy.c); -EBUSY if one has not after a second (a
+ * process killed inside its unlock of a URSA_SHARED lock). Limits
+ * (lib/rwlock.c, "Pins"): seven pins, an eighth unlock at once takes
+ * none; and a last read unlock that saw no waiting bit just before its
+ * release but had one set under it wakes unpinned. */
 URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

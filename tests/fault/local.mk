@@ -3,7 +3,7 @@
 # tests/fault/NAME.c.
 # (Built and run by make check: SUITES, tests/local.mk.)
 FAULT_TESTS = tests/fault/mutex_handoff_repro tests/fault/ring tests/fault/seccomp \
-	tests/fault/unlock_destroy tests/fault/post_destroy tests/fault/clock_step \
+	tests/fault/unlock_destroy tests/fault/waker_destroy tests/fault/clock_step \
 	tests/fault/cond_rt \
 	tests/fault/sigkill tests/fault/signals
 

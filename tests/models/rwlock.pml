@@ -24,7 +24,13 @@
  * writers each other (asserts in the critical sections); no lost wakeup or
  * deadlock (no invalid end state); at the end __state is 0 — no waiting
  * bit survives its waiters ("a quiescent lock always reads 0", which
- * ursa_rwlock_destroy relies on) — and nobody sleeps.
+ * ursa_rwlock_destroy relies on) — and nobody sleeps. And no unlock
+ * touches a destroyed lock: an unlock that will wake takes a pin (in
+ * __notify, lib/rwlock.c "Pins") with its release and drops it after its
+ * wakes; once every operation has released the lock or given up, init
+ * destroys it as ursa_rwlock_destroy does (__state 0, no pin) and marks it
+ * freed, and every step of a waker asserts it was not (-DBREAK=6: the
+ * unlocks take no pin, rejected).
  *
  * Memory model: every change of __state is a read-modify-write, so
  * coherence orders them. The one cross-word argument — a writer's
@@ -50,6 +56,9 @@
 #endif
 #ifndef SPUR
 #define SPUR 1
+#endif
+#ifndef BREAK
+#define BREAK 0
 #endif
 /* Which writers may ask for a hand-off: -DREQ_ALL both (minutes more),
  * else the ring writer only (make check's bound). */
@@ -134,6 +143,12 @@
 #define WAIT 1
 
 short state;	/* l->__state */
+byte pins;	/* l->__notify's PINS */
+byte nrel;	/* ghost: operations that released the lock or gave up */
+bool freed;	/* ghost: destroyed once all had, and the lock was free */
+
+/* A waker's step: the lock was not destroyed under it. */
+#define LIVE assert(!freed)
 byte notify;	/* l->__notify (bit 0, SHARED, left out; +1 per bump) */
 byte readers, writers;	/* inside now */
 
@@ -153,6 +168,7 @@ byte readers, writers;	/* inside now */
 #define wake_writer_or_readers(aw, rf)						\
 	do									\
 	:: atomic {								\
+		LIVE;								\
 		if								\
 		:: !UNLOCKED(state) -> act = 0	/* locked again: its unlock */	\
 		:: UNLOCKED(state) && RF(state) ->				\
@@ -185,12 +201,13 @@ byte readers, writers;	/* inside now */
 			fi							\
 		:: act == 1 ->							\
 			aw = false;						\
-			notify++;						\
+			atomic { LIVE; notify++ };				\
 			futex_wake(A_NOTIFY, 1, cnt, tmp);			\
 			if							\
 			:: cnt > 0 -> break					\
 			:: else	/* nobody asleep: WOKEN back, look again */	\
 				atomic {					\
+					LIVE;					\
 					if					\
 					:: hand && COUNT(state) == HANDED ->	\
 						HAND_TAKE_BACK			\
@@ -332,28 +349,40 @@ byte readers, writers;	/* inside now */
 	:: else									\
 	fi
 
-/* rdunlock / wrunlock (fast paths and *_slow). */
+/* rdunlock / wrunlock (fast paths and *_slow). An unlock that will wake
+ * (the last reader with a waiting bit; a writer with one) pins the lock
+ * before its release (here with it: the pin is seen no later) and unpins
+ * after its wakes. */
+#define PIN(c)									\
+	pin = (c) && BREAK != 6;						\
+	if :: pin -> pins++ :: else fi
+
+#define UNPIN()									\
+	atomic { LIVE; if :: pin -> pins-- :: else fi; pin = false }
+
 #define rd_unlock()								\
 	atomic {								\
 		assert(COUNT(state) >= 1 && COUNT(state) != WL);		\
-		state--;							\
+		PIN(COUNT(state) == 1 && (state & WAITING));			\
+		state--; nrel++;						\
 		act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)		\
 	};									\
 	if									\
 	:: act == 3 -> act = 0; aw = false; rf = false;				\
-		wake_writer_or_readers(aw, rf)					\
+		wake_writer_or_readers(aw, rf); UNPIN()				\
 	:: else									\
 	fi
 
 #define wr_unlock()								\
 	atomic {								\
 		assert(COUNT(state) == WL);					\
-		state = state - WL;						\
+		PIN(state & WAITING);						\
+		state = state - WL; nrel++;					\
 		act = ((state & WAITING) -> 3 : 0)				\
 	};									\
 	if									\
 	:: act == 3 -> act = 0; aw = false; rf = true;				\
-		wake_writer_or_readers(aw, rf)					\
+		wake_writer_or_readers(aw, rf); UNPIN()				\
 	:: else									\
 	fi
 
@@ -367,7 +396,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 	short want;
 	byte cnt, tmp, r, act, i;
 	byte stops = (may_stop -> 1 : 0);
-	bool registered, aw, rf, hadrw, hadww, got, first, bnd, slept, req, hand;
+	bool registered, aw, rf, hadrw, hadww, got, first, bnd, slept, req, hand, pin;
 
 	for (i : 1 .. NITER) {
 		/* Fast paths: wrlock CAS 0 -> WL (trywrlock also takes an
@@ -416,6 +445,7 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 			if
 			:: stops > 0 -> stops--;
 				if :: writer -> wr_abandon() :: else -> rd_abandon() fi;
+				nrel++;
 				break
 			:: true
 			fi;
@@ -448,7 +478,8 @@ proctype Client(bool writer; bool ring; bool may_stop; byte spur)
 				if
 				:: r == DONE -> got = true
 				:: else ->
-					if :: writer -> wr_abandon() :: else -> rd_abandon() fi
+					if :: writer -> wr_abandon() :: else -> rd_abandon() fi;
+					nrel++
 				fi;
 				break
 			:: else
@@ -483,7 +514,13 @@ init {
 		run Client(false, false, false, SPUR);
 		if :: NREADERS > 1 -> run Client(false, true, true, 0) :: else fi
 	}
+	/* Every operation released the lock or gave up: destroy it as soon
+	 * as ursa_rwlock_destroy says 0 (it waits while a pin is held). */
+	atomic {
+		nrel == (NWRITERS + NREADERS) * NITER && state == 0 && pins == 0 ->
+		freed = true
+	};
 	_nr_pr == 1;
-	assert(state == 0);
+	assert(state == 0 && pins == 0);
 	assert(len(fq[A_STATE]) == 0 && len(fq[A_NOTIFY]) == 0);
 }

@@ -761,7 +761,7 @@ Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 	submit_armed(&r); /* R asleep in the kernel */
 	uint32_t n0 = peek_notify(&l);
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0); /* wakes R */
-	cr_assert_eq(peek_notify(&l), n0 + 2, "R's wake bumps __notify");
+	cr_assert_eq(peek_notify(&l), n0 + T_RW_NOTIFY_STEP, "R's wake bumps __notify");
 	uint32_t s = peek_state(&l);
 	cr_assert(s & T_RW_WRITER_WOKEN, "state %#x", s);
 	cr_assert_eq(s & T_RW_WRITERS_WAITING, 0, "state %#x", s);
@@ -786,7 +786,7 @@ Test(rwlock, no_second_writer_wake_before_the_woken_writer_steps)
 	cr_assert_eq(s & (T_RW_COUNT | T_RW_WRITERS_WAITING | T_RW_WRITER_WOKEN),
 		     T_RW_COUNT | T_RW_WRITERS_WAITING, "state %#x", s);
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
-	cr_assert_eq(peek_notify(&l), n1 + 2, "D's wake");
+	cr_assert_eq(peek_notify(&l), n1 + T_RW_NOTIFY_STEP, "D's wake");
 	ring_run_op(&r, &opd);
 	cr_assert_eq(opd.res, 0, "res %d", opd.res);
 	cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
@@ -807,7 +807,7 @@ Test(rwlock, writer_wake_that_finds_nobody_takes_the_bit_back)
 		uint32_t n0 = peek_notify(&l);
 		cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 		cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
-		cr_assert_eq(peek_notify(&l), n0 + 2, "the unlock woke (nobody)");
+		cr_assert_eq(peek_notify(&l), n0 + T_RW_NOTIFY_STEP, "the unlock woke (nobody)");
 		cr_assert_eq(peek_state(&l), 0, "state %#x", peek_state(&l));
 		cr_assert_eq(ursa_rwlock_destroy(&l), 0);
 	}
@@ -885,7 +885,8 @@ Test(rwlock, a_hand_off_that_finds_nobody_frees_the_lock)
 			uint32_t n0 = peek_notify(&l);
 			cr_assert_eq(ursa_rwlock_wrlock(&l), 0);
 			cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);
-			cr_assert_eq(peek_notify(&l), n0 + 2, "the unlock woke (nobody)");
+			cr_assert_eq(peek_notify(&l), n0 + T_RW_NOTIFY_STEP,
+				     "the unlock woke (nobody)");
 			cr_assert_eq(peek_state(&l), waiter, "state %#x", peek_state(&l));
 			cr_assert_eq(ursa_rwlock_trywrlock(&l), 0, "the lock is free again");
 			cr_assert_eq(ursa_rwlock_wrunlock(&l), 0);

@@ -10,9 +10,10 @@
  * low 15 bits of __state (all ones: write-locked; all ones but the lowest:
  * HANDED, held for the woken writer), the registered waiters bits 15-26,
  * WRITER_REQ bit 27, WRITER_WOKEN bit 28, WRITER_FIRST bit 29, the waiting
- * bits 30 and 31. Used only where a black-box test cannot get in
- * reasonable time (32765 read locks, 4095 waiters), to see that a waiter
- * announced itself before we go on, or to set up a state exactly.
+ * bits 30 and 31; __notify's writer wake counter moves in steps of 16
+ * (bit 0 the shared flag, bits 1-3 the unlocks' pins). Used only where a black-box test cannot get
+ * in reasonable time (32765 read locks, 4095 waiters), to see that a waiter announced itself before
+ * we go on, or to set up a state exactly.
  */
 #define T_RW_COUNT           ((1u << 15) - 1)
 #define T_RW_HANDED          ((1u << 15) - 2)
@@ -24,5 +25,6 @@
 #define T_RW_WRITER_FIRST    (1u << 29)
 #define T_RW_READERS_WAITING (1u << 30)
 #define T_RW_WRITERS_WAITING (1u << 31)
+#define T_RW_NOTIFY_STEP     16u
 
 #endif

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/fault/waker_destroy.c — a semaphore may be destroyed and its
+ * memory freed as soon as the wait it served has returned, even while the
+ * post that served it is still running (POSIX's sem_destroy; glibc's bug
+ * 12674 was this; the common case is a completion: a semaphore on the
+ * waiter's stack, posted by a worker); an rwlock, as soon as nobody holds
+ * it or waits on it, even while the unlock that freed it is still running
+ * (as a mutex: tests/fault/unlock_destroy.c). An ursa post that found
+ * waiters, and an rwlock unlock that wakes, look at the object again after
+ * the waiter could take it: the designated wake's take-back when it found
+ * nobody asleep, the hand-off's take-back. Before their pins (lib/sem.c
+ * and lib/rwlock.c, "Pins"), that look wrote into memory the waiter had
+ * destroyed and reused.
+ *
+ * The test widens the window as far as it likes: this program's syscall()
+ * comes before libc's for the library too (kernel/futex.c wakes through
+ * it), so the waking thread's futex wake on the test's object is held up
+ * before the wake, for up to HOLD_MS. Meanwhile the waiter's timed wait
+ * times out, its last step takes the unit or the lock (or claims the
+ * hand-off), and it returns (unlocks), destroys the object and reuses the
+ * memory. Then the held wake finds nobody asleep, and the waker takes
+ * back. Destroy must not return before the post or unlock has finished
+ * (the waiter's destroy returning while the waker is held fails the test,
+ * as it did before the pins: checked), and the reused memory must stay as
+ * written.
+ *
+ * Both kinds of waker that look again are covered for each: a designated
+ * wake and a hand-off (a waiter that asked: the semaphore's REQ, the
+ * rwlock's WRITER_REQ), each private and process-shared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/helpers.h"
+
+TestSuite(fault_waker_destroy, .timeout = 60);
+
+#define HOLD_MS	      400	  /* the post held before its wake, at most */
+#define WAIT_MS	      100	  /* the waiter's deadline, from its start */
+#define SEM_REQ	      0x01000000u /* __waiters' REQ (lib/sem.c) */
+#define RW_WRITER_REQ 0x08000000u /* __state's WRITER_REQ (lib/rwlock.c) */
+
+static uint32_t *_Atomic hook_addr;  /* the word whose wake is held up */
+static _Atomic pid_t hook_tid;	     /* by this thread only */
+static atomic_int hooked;	     /* wakes held up */
+static atomic_int destroyed;	     /* the waiter's destroy returned */
+static atomic_int destroyed_in_hook; /* ... while the post was held up */
+
+/* futex2's futex_wake (Linux 6.7; the same number on every architecture,
+ * as kernel/uapi.h has it), or futex(2)'s wakes. */
+#ifndef SYS_futex_wake
+#define SYS_futex_wake 454
+#endif
+
+static bool is_wake(long n, long op)
+{
+	if (n == SYS_futex_wake)
+		return true;
+	return n == SYS_futex &&
+	       ((op & FUTEX_CMD_MASK) == FUTEX_WAKE || (op & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+__attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
+{
+	long a[6];
+	T_SYSCALL_ARGS(n, a);
+	uint32_t *addr = atomic_load(&hook_addr);
+	if (addr && (uint32_t *)a[0] == addr && is_wake(n, a[1]) &&
+	    atomic_load(&hook_tid) == (pid_t)gettid()) {
+		/* Hold the waker here, before its wake, until the waiter's
+		 * destroy returned or HOLD_MS passed. */
+		int e = errno;
+		atomic_fetch_add(&hooked, 1);
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			if (atomic_load(&destroyed)) {
+				atomic_store(&destroyed_in_hook, 1);
+				break;
+			}
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+		} while (ms_since(&t0) < HOLD_MS);
+		errno = e;
+	}
+	return t_syscall_real(n, a);
+}
+
+/* "Someone else's data" in both words: for the semaphore WOKEN and
+ * HANDED set in the second (the take-back clears them and puts HANDED's
+ * unit in the first); for the rwlock WRITER_WOKEN set in the first. */
+#define SENTINEL_0 0x5a5a5a5au
+#define SENTINEL_1 0x06a5a5a5u
+
+static ursa_sem_t sem;
+static ursa_rwlock_t rw;
+static atomic_long waiter_tid;
+static bool use_rw; /* the rwlock, not the semaphore */
+
+static uint32_t *word0(void)
+{
+	return use_rw ? &rw.__state : &sem.__value;
+}
+
+static uint32_t *word1(void)
+{
+	return use_rw ? &rw.__notify : &sem.__waiters;
+}
+
+/* The waiter: it sleeps until its deadline, then its last step takes the
+ * unit the held post added or the lock the held unlock freed (or claims
+ * the hand-off); it destroys the object and reuses the memory. */
+static void *waiter(void *arg)
+{
+	(void)arg;
+	atomic_store(&waiter_tid, (long)syscall(SYS_gettid));
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += WAIT_MS * 1000000L;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	if (use_rw) {
+		cr_assert_eq(ursa_rwlock_timedwrlock(&rw, CLOCK_MONOTONIC, &dl), 0);
+		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
+		cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
+	} else {
+		cr_assert_eq(ursa_sem_timedwait(&sem, CLOCK_MONOTONIC, &dl), 0);
+		cr_assert_eq(ursa_sem_destroy(&sem), 0);
+	}
+	atomic_store(&destroyed, 1);
+	__atomic_store_n(word0(), SENTINEL_0, __ATOMIC_RELAXED);
+	__atomic_store_n(word1(), SENTINEL_1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* The bit a waiter sets once it asks for a hand-off, and the word it
+ * sleeps on. */
+static bool asked(void)
+{
+	return use_rw ? __atomic_load_n(&rw.__state, __ATOMIC_RELAXED) & RW_WRITER_REQ
+		      : __atomic_load_n(&sem.__waiters, __ATOMIC_RELAXED) & SEM_REQ;
+}
+
+static uint32_t *sleep_word(void)
+{
+	return use_rw ? &rw.__notify : &sem.__value;
+}
+
+static void run(bool rwlock, unsigned flags, bool handoff)
+{
+	use_rw = rwlock;
+	atomic_store(&hook_addr, NULL);
+	atomic_store(&hooked, 0);
+	atomic_store(&destroyed, 0);
+	atomic_store(&destroyed_in_hook, 0);
+	atomic_store(&waiter_tid, 0);
+	if (rwlock) {
+		cr_assert_eq(ursa_rwlock_init(&rw, flags), 0);
+		cr_assert_eq(ursa_rwlock_wrlock(&rw), 0);
+	} else {
+		cr_assert_eq(ursa_sem_init(&sem, 0, flags), 0);
+	}
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, waiter, NULL), 0);
+	while (atomic_load(&waiter_tid) == 0)
+		sched_yield();
+	t_wait_sleeping((pid_t)atomic_load(&waiter_tid));
+	if (handoff) {
+		/* Past URSA_FAIR_NS (1 ms) a waiter that has slept asks for a
+		 * hand-off at its next step: wake it (a spurious wake) and let
+		 * it ask. */
+		struct timespec ms = {0, 3000000};
+		nanosleep(&ms, NULL);
+		for (int i = 0; i < 20 && !asked(); i++) {
+			syscall(SYS_futex, sleep_word(),
+				FUTEX_WAKE | ((flags & URSA_SHARED) ? 0 : FUTEX_PRIVATE_FLAG), 1,
+				NULL, NULL, 0);
+			t_wait_sleeping((pid_t)atomic_load(&waiter_tid));
+		}
+		cr_assert(asked(), "the waiter never asked for a hand-off (%#x %#x)", *word0(),
+			  *word1());
+	}
+	atomic_store(&hook_tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&hook_addr, sleep_word());
+	if (rwlock)
+		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
+	else
+		cr_assert_eq(ursa_sem_post(&sem), 0);
+	atomic_store(&hook_addr, NULL);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_geq(atomic_load(&hooked), 1, "the waker's wake was not seen");
+	cr_assert_eq(atomic_load(&destroyed_in_hook), 0,
+		     "destroy returned while the %s that served its waiter was still running",
+		     rwlock ? "unlock" : "post");
+	cr_assert_eq(__atomic_load_n(word0(), __ATOMIC_RELAXED), SENTINEL_0,
+		     "the destroyed object's memory was written: %#x", *word0());
+	cr_assert_eq(__atomic_load_n(word1(), __ATOMIC_RELAXED), SENTINEL_1,
+		     "the destroyed object's memory was written: %#x", *word1());
+}
+
+Test(fault_waker_destroy, sem_designated_wake)
+{
+	run(false, 0, false);
+	run(false, URSA_SHARED, false);
+}
+
+Test(fault_waker_destroy, sem_hand_off)
+{
+	run(false, 0, true);
+	run(false, URSA_SHARED, true);
+}
+
+Test(fault_waker_destroy, rwlock_writer_wake)
+{
+	run(true, 0, false);
+	run(true, URSA_SHARED, false);
+}
+
+Test(fault_waker_destroy, rwlock_hand_off)
+{
+	run(true, 0, true);
+	run(true, URSA_SHARED, true);
+}
