@@ -181,6 +181,29 @@ static inline void ursa__turn_stop(void)
 
 /* The mutex word's SHARED flag and "locked" test, for lib/ files that
  * pair another object with a mutex (the condvar). */
+/* Take a pin in *word, before a release after which the caller will still
+ * look at the object (lib/sem.c, lib/rwlock.c, lib/latch.c: "Pins"): the
+ * pins are the bits of mask, one is its lowest; returns one, or 0 when all
+ * are taken. Relaxed: the release that follows orders it before whatever a
+ * taker of what is released does, its destroy included. */
+static inline uint32_t ursa__pin(uint32_t *word, uint32_t mask, uint32_t one)
+{
+	uint32_t v = ld_relaxed(word), p;
+	do
+		p = (v & mask) != mask ? one : 0;
+	while (p && !cas_relaxed(word, &v, v + p));
+	return p;
+}
+
+/* Drop a pin (0: none taken) as the caller's last access to the object
+ * (release: everything before it happens before the destroy that sees it
+ * gone). */
+static inline void ursa__unpin(uint32_t *word, uint32_t pin)
+{
+	if (pin)
+		__atomic_fetch_sub(word, pin, __ATOMIC_RELEASE);
+}
+
 /* destroy's wait for an unlock's or a post's pin to go (lib/mutex.c,
  * lib/sem.c): the i-th wait (from 0): 64 yields, then 1 ms sleeps; false
  * after about a second (the pin's holder vanished: -EBUSY). */

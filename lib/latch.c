@@ -3,7 +3,9 @@
  * lib/latch.c — the 8-byte countdown latch. Spin model: tests/models/latch.pml.
  *
  *   count_down(n): CAS __count -> __count - n (seq_cst); if that made it 0,
- *                  load __waiters (seq_cst) and, if > 0, wake all on __count.
+ *                  load __waiters (seq_cst) and, if any, wake all on
+ *                  __count. A count_down whose CAS will open the latch
+ *                  takes a pin in __waiters before it and drops it last.
  *   step:          register once (__waiters + 1, seq_cst), then load __count
  *                  (seq_cst): 0 -> deregister, DONE; else WAIT on its value.
  *   abandon:       deregister.
@@ -14,14 +16,27 @@
  * (lib/step.h says why the wake then finds the sleeper or the sleep sees the
  * changed word). The count only falls, so an open latch stays open and every
  * waiter's next step is DONE.
+ *
+ * Pins. The count_down that opens the latch looks at __waiters after its
+ * CAS, when a waiter may already have seen the count 0, returned,
+ * destroyed the latch and freed it (the usual end of a latch: the waiter
+ * frees it once the workers are done). So it takes a pin (bits 29-31 of
+ * __waiters) before that CAS, knowing from the value the CAS expects that
+ * it opens the latch, and drops it as its last access; ursa_latch_destroy
+ * waits while the pin is held (as the mutex's: lib/mutex.c, "pins"). Only
+ * the opening count_down pins, and only one CAS opens a latch: one pin bit,
+ * and two more atomics once in a latch's life.
  */
 #include "lib/internal.h"
 
 /* __count: bit 31 SHARED (constant after init), bits 0-30 the count, the
- * futex word. __waiters: registered waiters (threads and ring ops), from
- * their first WAIT step until they return or abandon. */
+ * futex word. __waiters: bits 0-30 the registered waiters (threads and
+ * ring ops), from their first WAIT step until they return or abandon;
+ * bit 31 the opener's pin ("Pins"). */
 #define L_SHARED 0x80000000u
 #define L_COUNT 0x7fffffffu
+#define L_WAITERS 0x7fffffffu
+#define L_PIN	  0x80000000u
 
 _Static_assert(sizeof(ursa_latch_t) == 8, "ursa_latch_t must be 8 bytes");
 
@@ -46,14 +61,25 @@ int ursa_latch_count_down(ursa_latch_t *l, unsigned n)
 		return -EINVAL;
 	if (n == 0)
 		return 0;
-	uint32_t v = ld_relaxed(&l->__count);
-	do {
-		if (n > (v & L_COUNT))
-			return -EINVAL;
-	} while (!cas_seqcst(&l->__count, &v, v - n));
-	if (((v - n) & L_COUNT) == 0 && __atomic_load_n(&l->__waiters, __ATOMIC_SEQ_CST))
-		ursa_k_futex_wake(&l->__count, INT_MAX, v & L_SHARED);
-	return 0;
+	uint32_t v = ld_relaxed(&l->__count), pin = 0;
+	int r = 0;
+	for (;;) {
+		if (n > (v & L_COUNT)) {
+			r = -EINVAL;
+			break;
+		}
+		/* This CAS would open the latch: pin it first ("Pins"). */
+		if ((v & L_COUNT) == n && !pin)
+			pin = ursa__pin(&l->__waiters, L_PIN, L_PIN);
+		if (cas_seqcst(&l->__count, &v, v - n)) {
+			if (((v - n) & L_COUNT) == 0 &&
+			    (__atomic_load_n(&l->__waiters, __ATOMIC_SEQ_CST) & L_WAITERS))
+				ursa_k_futex_wake(&l->__count, INT_MAX, v & L_SHARED);
+			break;
+		}
+	}
+	ursa__unpin(&l->__waiters, pin);
+	return r;
 }
 
 int ursa_latch_trywait(ursa_latch_t *l)
@@ -67,7 +93,16 @@ int ursa_latch_destroy(ursa_latch_t *l)
 {
 	if (l_bad(l))
 		return -EINVAL;
-	return ld_acquire(&l->__waiters) ? -EBUSY : 0;
+	/* The opener's pin: it has not finished with the latch ("Pins"). */
+	uint32_t w;
+	for (unsigned i = 0;; i++) {
+		w = ld_acquire(&l->__waiters);
+		if ((w & L_WAITERS) || !(w & L_PIN))
+			break;
+		if (!ursa__pin_wait(i))
+			return -EBUSY;
+	}
+	return (w & L_WAITERS) ? -EBUSY : 0;
 }
 
 static void latch_deregister(ursa_latch_t *l, struct ursa_waiter *w)

@@ -362,26 +362,6 @@ int ursa_rwlock_destroy(ursa_rwlock_t *l)
 	}
 }
 
-/* Pin the lock before a release after which we may wake ("Pins"): 0 if
- * all pins are taken. Relaxed: the release that follows orders it before
- * anything a taker of the lock does, destroy included. */
-static inline uint32_t rw_pin(ursa_rwlock_t *l)
-{
-	uint32_t v = ld_relaxed(&l->__notify), p;
-	do
-		p = (v & RW_PINS) != RW_PINS ? RW_PIN_ONE : 0;
-	while (p && !cas_relaxed(&l->__notify, &v, v + p));
-	return p;
-}
-
-/* Our last access (release: everything before it happens before the
- * destroy that sees the pin gone). */
-static inline void rw_unpin(ursa_rwlock_t *l, uint32_t pin)
-{
-	if (pin)
-		__atomic_fetch_sub(&l->__notify, pin, __ATOMIC_RELEASE);
-}
-
 /* ---- waking --------------------------------------------------------- */
 
 /* Tell the writers to look again: bump __notify (release: a writer whose
@@ -853,7 +833,8 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 			r = -EPERM;
 			break;
 		}
-		if (c == 1 && (s & RW_WAITING) && !pin && (pin = rw_pin(l)))
+		if (c == 1 && (s & RW_WAITING) && !pin &&
+		    (pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE)))
 			s = ld_relaxed(&l->__state);
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */
@@ -862,7 +843,7 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 			break;
 		}
 	}
-	rw_unpin(l, pin);
+	ursa__unpin(&l->__notify, pin);
 	return r;
 }
 
@@ -988,7 +969,7 @@ static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
 		return -EPERM;
 	/* Waiting bits (else the fast CAS to 0 had worked): we will wake
 	 * after our release; pinned ("Pins"). */
-	uint32_t pin = rw_pin(l);
+	uint32_t pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE);
 	int r = 0;
 	for (;;) {
 		if (!rw_write_locked(s)) {
@@ -1000,7 +981,7 @@ static RW_NOINLINE int wrunlock_slow(ursa_rwlock_t *l)
 			break;
 		}
 	}
-	rw_unpin(l, pin);
+	ursa__unpin(&l->__notify, pin);
 	return r;
 }
 

@@ -336,10 +336,8 @@ static inline __attribute__((always_inline)) int s_add(ursa_sem_t *s, uint32_t *
  * serves may return and destroy the semaphore meanwhile ("Pins"). */
 static __attribute__((noinline)) int s_post_slow(ursa_sem_t *s)
 {
-	uint32_t w = ld_relaxed(&s->__waiters), pin;
-	do
-		pin = (w & S_PINS) != S_PINS ? S_PIN_ONE : 0;
-	while (!cas_seqcst(&s->__waiters, &w, w + pin));
+	uint32_t pin = ursa__pin(&s->__waiters, S_PINS, S_PIN_ONE);
+	uint32_t w = ld_relaxed(&s->__waiters);
 	int r = 0;
 	if (unlikely(w & S_REQ) && s_hand_off(s, w)) {
 		ursa__turn_stop();
@@ -366,16 +364,14 @@ static __attribute__((noinline)) int s_post_slow(ursa_sem_t *s)
 	bool again = ursa__turn.posted == s;
 	ursa__turn.posted = s;
 	bool yield = s_wake_one(s, w) || again;
-	if (pin)
-		__atomic_fetch_sub(&s->__waiters, pin, __ATOMIC_RELEASE);
+	ursa__unpin(&s->__waiters, pin);
 	if (yield)
 		ursa__let_woken_run_ns(URSA_SEM_TURN_NS);
 	else
 		ursa__turn_stop();
 	return 0;
 out:
-	if (pin)
-		__atomic_fetch_sub(&s->__waiters, pin, __ATOMIC_RELEASE);
+	ursa__unpin(&s->__waiters, pin);
 	return r;
 }
 

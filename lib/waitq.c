@@ -29,9 +29,12 @@
  * The waker's critical section is list surgery only: it collects up to
  * WQ_CHUNK chosen slots, drops the lock, then wakes them (kernel/wake.c:
  * a futex syscall each, or one ring submission for the batch). After its
- * last lock hold it uses only the state words' addresses, so the last
- * waiter may free the queue once its wait returns (a late futex wake is
- * harmless). A call wakes at most as many as were queued when it began.
+ * last lock hold it uses only the state words' addresses (a late futex
+ * wake is harmless). That does not make it safe to free the queue when a
+ * wait returns: a waiter sees WOKEN, stored under the lock, and may return
+ * while the waker still holds the lock and walks its list, or unlocks it.
+ * So the queue must outlive every call on it, as include/ursa/waitq.h
+ * says. A call wakes at most as many as were queued when it began.
  * A ring waiter reaps its FUTEX_WAIT's CQE before it gives its slot up
  * (wq_abandon_slot). Spin model: tests/models/waitq.pml.
  */
@@ -356,8 +359,8 @@ static int wq_wake(ursa_waitq_t *q, enum wq_mode mode, uint64_t arg, uint32_t li
 		if (total == 1 && !more)
 			b.ring = NULL;
 		/* Only the state words' addresses are used from here on (pure
-		 * arithmetic on q): after the last round, the last woken
-		 * waiter may already have freed the queue. */
+		 * arithmetic on q): a woken waiter may already have returned
+		 * (the queue itself outlives this call: ursa/waitq.h). */
 		for (uint32_t j = 0; j < n; j++)
 			ursa_k_wake_add(&b, &q->slot[idx[j]].state);
 	} while (more);

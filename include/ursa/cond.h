@@ -43,7 +43,14 @@ URSA_API int ursa_cond_signal(ursa_cond_t *c);
 /* Wake every waiter of *c. Returns 0 or -EINVAL. Never blocks. */
 URSA_API int ursa_cond_broadcast(ursa_cond_t *c);
 
-/* Check no one waits on *c. Returns 0, -EBUSY, -EINVAL. */
+/* Check no one waits on *c. Returns 0, -EBUSY, -EINVAL. As glibc's
+ * pthread_cond_destroy asks, no ursa_cond_signal or ursa_cond_broadcast on
+ * *c may still be running when it is destroyed and freed: a signal counts
+ * its wake and then bumps the sequence word, and a waiter woken by another
+ * signal, or timed out, may return in between (a signal made while
+ * holding the mutex the waiters use is always finished before they
+ * return). Unlike a mutex's unlock, a semaphore's post and a latch's
+ * count_down, which destroy waits for. */
 URSA_API int ursa_cond_destroy(ursa_cond_t *c);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

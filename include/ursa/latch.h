@@ -49,7 +49,13 @@ URSA_API int ursa_latch_wait(ursa_latch_t *l);
 URSA_API int ursa_latch_timedwait(ursa_latch_t *l, clockid_t clk, const struct timespec *abs);
 
 /* Check no one waits on *l (thread or ring op). Returns 0, -EBUSY,
- * -EINVAL. Never blocks. */
+ * -EINVAL. Once it returned 0 the memory may be freed, even while the
+ * count_down that opened the latch is still running (the usual end of a
+ * latch: the waiter frees it when its wait returns): that count_down
+ * holds a pin until its last access, and destroy waits for it, yielding
+ * the CPU, then in 1 ms sleeps (microseconds: a futex wake); -EBUSY if it
+ * is still held after a second (a process killed inside the count_down of
+ * a URSA_SHARED latch). */
 URSA_API int ursa_latch_destroy(ursa_latch_t *l);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

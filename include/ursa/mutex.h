@@ -73,7 +73,7 @@ URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct t
 URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
 
 /* Check that *m is free and unwaited, for reuse or freeing.
- * Returns 0, -EBUSY (locked or waited on), -EINVAL. Does not sleep. As
+ * Returns 0, -EBUSY (locked or waited on), -EINVAL. As
  * POSIX asks of pthread_mutex_destroy, a mutex may be destroyed and its
  * memory freed as soon as it is unlocked, even while the unlock that freed
  * it is still running on another thread: an unlock that woke a waiter looks

@@ -6,12 +6,14 @@
  * 12674 was this; the common case is a completion: a semaphore on the
  * waiter's stack, posted by a worker); an rwlock, as soon as nobody holds
  * it or waits on it, even while the unlock that freed it is still running
- * (as a mutex: tests/fault/unlock_destroy.c). An ursa post that found
- * waiters, and an rwlock unlock that wakes, look at the object again after
- * the waiter could take it: the designated wake's take-back when it found
- * nobody asleep, the hand-off's take-back. Before their pins (lib/sem.c
- * and lib/rwlock.c, "Pins"), that look wrote into memory the waiter had
- * destroyed and reused.
+ * (as a mutex: tests/fault/unlock_destroy.c); a latch, as soon as the wait
+ * that saw it open has returned. An ursa post that found waiters, and an
+ * rwlock unlock that wakes, look at the object again after the waiter
+ * could take it: the designated wake's take-back when it found nobody
+ * asleep, the hand-off's take-back; the count_down that opens a latch
+ * looks at its waiter count. Before their pins (lib/sem.c, lib/rwlock.c,
+ * lib/latch.c: "Pins"), that look wrote into (or read) memory the waiter
+ * had destroyed and reused.
  *
  * The test widens the window as far as it likes: this program's syscall()
  * comes before libc's for the library too (kernel/futex.c wakes through
@@ -25,9 +27,12 @@
  * as it did before the pins: checked), and the reused memory must stay as
  * written.
  *
- * Both kinds of waker that look again are covered for each: a designated
- * wake and a hand-off (a waiter that asked: the semaphore's REQ, the
- * rwlock's WRITER_REQ), each private and process-shared.
+ * Both kinds of waker that look again are covered for the semaphore and
+ * the rwlock: a designated wake and a hand-off (a waiter that asked: the
+ * semaphore's REQ, the rwlock's WRITER_REQ); and the latch's opener. Each
+ * private and process-shared. (For the latch the late look is a load
+ * before the wake: the test sees it as destroy returning while the
+ * count_down is still inside.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -107,19 +112,22 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long
 #define SENTINEL_0 0x5a5a5a5au
 #define SENTINEL_1 0x06a5a5a5u
 
+enum kind { SEM, RW, LATCH };
+
 static ursa_sem_t sem;
 static ursa_rwlock_t rw;
+static ursa_latch_t latch;
 static atomic_long waiter_tid;
-static bool use_rw; /* the rwlock, not the semaphore */
+static enum kind kind;
 
 static uint32_t *word0(void)
 {
-	return use_rw ? &rw.__state : &sem.__value;
+	return kind == RW ? &rw.__state : kind == LATCH ? &latch.__count : &sem.__value;
 }
 
 static uint32_t *word1(void)
 {
-	return use_rw ? &rw.__notify : &sem.__waiters;
+	return kind == RW ? &rw.__notify : kind == LATCH ? &latch.__waiters : &sem.__waiters;
 }
 
 /* The waiter: it sleeps until its deadline, then its last step takes the
@@ -134,10 +142,13 @@ static void *waiter(void *arg)
 	dl.tv_nsec += WAIT_MS * 1000000L;
 	dl.tv_sec += dl.tv_nsec / 1000000000L;
 	dl.tv_nsec %= 1000000000L;
-	if (use_rw) {
+	if (kind == RW) {
 		cr_assert_eq(ursa_rwlock_timedwrlock(&rw, CLOCK_MONOTONIC, &dl), 0);
 		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
 		cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
+	} else if (kind == LATCH) {
+		cr_assert_eq(ursa_latch_timedwait(&latch, CLOCK_MONOTONIC, &dl), 0);
+		cr_assert_eq(ursa_latch_destroy(&latch), 0);
 	} else {
 		cr_assert_eq(ursa_sem_timedwait(&sem, CLOCK_MONOTONIC, &dl), 0);
 		cr_assert_eq(ursa_sem_destroy(&sem), 0);
@@ -152,26 +163,28 @@ static void *waiter(void *arg)
  * sleeps on. */
 static bool asked(void)
 {
-	return use_rw ? __atomic_load_n(&rw.__state, __ATOMIC_RELAXED) & RW_WRITER_REQ
-		      : __atomic_load_n(&sem.__waiters, __ATOMIC_RELAXED) & SEM_REQ;
+	return kind == RW ? __atomic_load_n(&rw.__state, __ATOMIC_RELAXED) & RW_WRITER_REQ
+			  : __atomic_load_n(&sem.__waiters, __ATOMIC_RELAXED) & SEM_REQ;
 }
 
 static uint32_t *sleep_word(void)
 {
-	return use_rw ? &rw.__notify : &sem.__value;
+	return kind == RW ? &rw.__notify : word0();
 }
 
-static void run(bool rwlock, unsigned flags, bool handoff)
+static void run(enum kind k, unsigned flags, bool handoff)
 {
-	use_rw = rwlock;
+	kind = k;
 	atomic_store(&hook_addr, NULL);
 	atomic_store(&hooked, 0);
 	atomic_store(&destroyed, 0);
 	atomic_store(&destroyed_in_hook, 0);
 	atomic_store(&waiter_tid, 0);
-	if (rwlock) {
+	if (k == RW) {
 		cr_assert_eq(ursa_rwlock_init(&rw, flags), 0);
 		cr_assert_eq(ursa_rwlock_wrlock(&rw), 0);
+	} else if (k == LATCH) {
+		cr_assert_eq(ursa_latch_init(&latch, 1, flags), 0);
 	} else {
 		cr_assert_eq(ursa_sem_init(&sem, 0, flags), 0);
 	}
@@ -197,8 +210,10 @@ static void run(bool rwlock, unsigned flags, bool handoff)
 	}
 	atomic_store(&hook_tid, (pid_t)syscall(SYS_gettid));
 	atomic_store(&hook_addr, sleep_word());
-	if (rwlock)
+	if (k == RW)
 		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
+	else if (k == LATCH)
+		cr_assert_eq(ursa_latch_count_down(&latch, 1), 0);
 	else
 		cr_assert_eq(ursa_sem_post(&sem), 0);
 	atomic_store(&hook_addr, NULL);
@@ -206,7 +221,9 @@ static void run(bool rwlock, unsigned flags, bool handoff)
 	cr_assert_geq(atomic_load(&hooked), 1, "the waker's wake was not seen");
 	cr_assert_eq(atomic_load(&destroyed_in_hook), 0,
 		     "destroy returned while the %s that served its waiter was still running",
-		     rwlock ? "unlock" : "post");
+		     k == RW	  ? "unlock"
+		     : k == LATCH ? "count_down"
+				  : "post");
 	cr_assert_eq(__atomic_load_n(word0(), __ATOMIC_RELAXED), SENTINEL_0,
 		     "the destroyed object's memory was written: %#x", *word0());
 	cr_assert_eq(__atomic_load_n(word1(), __ATOMIC_RELAXED), SENTINEL_1,
@@ -215,24 +232,30 @@ static void run(bool rwlock, unsigned flags, bool handoff)
 
 Test(fault_waker_destroy, sem_designated_wake)
 {
-	run(false, 0, false);
-	run(false, URSA_SHARED, false);
+	run(SEM, 0, false);
+	run(SEM, URSA_SHARED, false);
 }
 
 Test(fault_waker_destroy, sem_hand_off)
 {
-	run(false, 0, true);
-	run(false, URSA_SHARED, true);
+	run(SEM, 0, true);
+	run(SEM, URSA_SHARED, true);
 }
 
 Test(fault_waker_destroy, rwlock_writer_wake)
 {
-	run(true, 0, false);
-	run(true, URSA_SHARED, false);
+	run(RW, 0, false);
+	run(RW, URSA_SHARED, false);
 }
 
 Test(fault_waker_destroy, rwlock_hand_off)
 {
-	run(true, 0, true);
-	run(true, URSA_SHARED, true);
+	run(RW, 0, true);
+	run(RW, URSA_SHARED, true);
+}
+
+Test(fault_waker_destroy, latch_opener)
+{
+	run(LATCH, 0, false);
+	run(LATCH, URSA_SHARED, false);
 }

@@ -8,11 +8,17 @@
  *
  * Checked: no lost wakeup (no waiter asleep for ever: no invalid end
  * state), nobody released early (a waiter that returns 0 saw count 0), no
- * registration leaked (waiters == 0 at the end: what destroy checks).
+ * registration leaked (waiters == 0 at the end: what destroy checks), and
+ * no count_down touches a destroyed latch: the one that opens it pins it
+ * with its CAS (lib/latch.c, "Pins") and unpins last; once every waiter
+ * has returned, init destroys it as ursa_latch_destroy does (nobody
+ * registered, no pin) and marks it freed, and the opener's looks after its
+ * CAS assert it was not (-DBREAK=2: no pin, rejected).
  *
  * Memory model: lib/latch.c makes the four operations of the Dekker pair
  * seq_cst, so sequential consistency is what the C code provides.
  * -DBREAK=1 drops the waiters check (count_down never wakes): must fail.
+ * -DBREAK=2: the opener takes no pin: must fail.
  */
 #define NADDR 1
 #include "futex.pml"
@@ -23,24 +29,44 @@
 #ifndef NDOWN
 #define NDOWN 2
 #endif
+#ifndef BREAK
+#define BREAK 0
+#endif
 
 byte count = NDOWN;	/* l->__count */
 byte nwait;		/* l->__waiters */
+bool pinned;		/* l->__waiters' pin */
 byte finished;
+byte wdone;		/* ghost: waiters that returned */
+bool freed;		/* ghost: destroyed after they all had */
+
+#define LIVE assert(!freed)
 
 /* count_down(1): the CAS, then (if it opened the latch) the waiters load. */
 proctype Downer()
 {
 	byte cnt, tmp, c;
-	atomic { count--; c = count };
+	bool pin;
+	/* The pin, taken before the CAS that it knows opens the latch (here
+	 * with it: seen no later). */
+	atomic {
+		pin = (count == 1 && BREAK != 2);
+		if :: pin -> pinned = true :: else fi;
+		count--; c = count
+	};
 #if BREAK == 1
 	skip;
 #else
 	if
-	:: atomic { c == 0 && nwait > 0 -> skip }; futex_wake(0, 255, cnt, tmp)
-	:: atomic { !(c == 0 && nwait > 0) -> skip }
+	:: c == 0 ->
+		if
+		:: atomic { nwait > 0 -> LIVE }; futex_wake(0, 255, cnt, tmp)
+		:: atomic { nwait == 0 -> LIVE }
+		fi
+	:: else
 	fi;
 #endif
+	atomic { if :: pin -> LIVE; pinned = false :: else fi };
 	finished++
 }
 
@@ -67,6 +93,7 @@ out:
 	assert(count == 0);
 gaveup:
 	assert(!registered);
+	wdone++;
 	finished++
 }
 
@@ -84,7 +111,9 @@ init {
 		:: i >= NDOWN -> break
 		od
 	}
+	/* Every waiter returned: destroy (it waits for the pin) and free. */
+	atomic { wdone == NW && nwait == 0 && !pinned -> freed = true };
 	(finished == NW + NDOWN);
-	assert(nwait == 0);
+	assert(nwait == 0 && !pinned);
 	assert(no_sleepers())
 }

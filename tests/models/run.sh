@@ -90,6 +90,7 @@ event	-DNW=3	ok
 waitq	-DNSLOT=2 -DNTGT=2	ok
 latch	-DNW=3 -DNDOWN=2	ok
 latch	-DNW=3 -DNDOWN=2 -DBREAK=1	mustfail
+latch	-DNW=3 -DNDOWN=2 -DBREAK=2	mustfail
 '
 # Larger bounds: minutes each, gigabytes of memory.
 deep_configs='
