@@ -6,11 +6,12 @@
 #include <dlfcn.h>
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
-#include <stdio.h>
 #include <signal.h>
-#include <string.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -378,6 +379,39 @@ void t_hogs_stop(struct t_hogs *h)
 {
 	atomic_store(&h->stop, 1);
 	t_join_all(h->t, h->n);
+}
+
+/* futex2's futex_wake (Linux 6.7; the same number on every architecture,
+ * as kernel/uapi.h has it). */
+#ifndef SYS_futex_wake
+#define SYS_futex_wake 454
+#endif
+
+bool t_is_futex_wake(long n, long op)
+{
+	if (n == SYS_futex_wake)
+		return true;
+	return n == SYS_futex &&
+	       ((op & FUTEX_CMD_MASK) == FUTEX_WAKE || (op & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET);
+}
+
+bool t_hold_until(const atomic_int *flag, int ms)
+{
+	int e = errno;
+	bool set = false;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (atomic_load(flag)) {
+			set = true;
+			break;
+		}
+		struct timespec one = {0, 1000000};
+		nanosleep(&one, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	errno = e;
+	return set;
 }
 
 long t_syscall_real(long n, const long a[6])

@@ -63,6 +63,12 @@ long t_syscall_real(long n, const long a[6]);
 			(a)[i_] = va_arg(ap_, long);                                              \
 		va_end(ap_);                                                                      \
 	} while (0)
+/* For such an interposer: whether syscall n (futex op op) is a futex wake
+ * (futex2's futex_wake, or futex(2)'s FUTEX_WAKE / FUTEX_WAKE_BITSET); and
+ * a hold of the calling thread, in 1 ms sleeps, until *flag is set or ms
+ * milliseconds passed: true if *flag was set (errno is kept). */
+bool t_is_futex_wake(long n, long op);
+bool t_hold_until(const atomic_int *flag, int ms);
 /* Confine this process's calling thread (and the threads it creates
  * after) to one of the CPUs it may run on: the one-CPU spin policy
  * (kernel/arch.h) is chosen by the count at the library's first lock. */

@@ -59,49 +59,18 @@ static atomic_int hooked;	     /* wakes held up */
 static atomic_int destroyed;	     /* the waiter's destroy returned */
 static atomic_int destroyed_in_hook; /* ... while the post was held up */
 
-/* futex2's futex_wake (Linux 6.7; the same number on every architecture,
- * as kernel/uapi.h has it), or futex(2)'s wakes. */
-#ifndef SYS_futex_wake
-#define SYS_futex_wake 454
-#endif
-
-static bool is_wake(long n, long op)
-{
-	if (n == SYS_futex_wake)
-		return true;
-	return n == SYS_futex &&
-	       ((op & FUTEX_CMD_MASK) == FUTEX_WAKE || (op & FUTEX_CMD_MASK) == FUTEX_WAKE_BITSET);
-}
-
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
 {
 	long a[6];
 	T_SYSCALL_ARGS(n, a);
 	uint32_t *addr = atomic_load(&hook_addr);
-	if (addr && (uint32_t *)a[0] == addr && is_wake(n, a[1]) &&
+	if (addr && (uint32_t *)a[0] == addr && t_is_futex_wake(n, a[1]) &&
 	    atomic_load(&hook_tid) == (pid_t)gettid()) {
 		/* Hold the waker here, before its wake, until the waiter's
 		 * destroy returned or HOLD_MS passed. */
-		int e = errno;
 		atomic_fetch_add(&hooked, 1);
-		struct timespec t0;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		do {
-			if (atomic_load(&destroyed)) {
-				atomic_store(&destroyed_in_hook, 1);
-				break;
-			}
-			struct timespec ms = {0, 1000000};
-			nanosleep(&ms, NULL);
-		} while (ms_since(&t0) < HOLD_MS);
-		errno = e;
+		if (t_hold_until(&destroyed, HOLD_MS))
+			atomic_store(&destroyed_in_hook, 1);
 	}
 	return t_syscall_real(n, a);
 }
