@@ -350,13 +350,14 @@ int ursa_rwlock_destroy(ursa_rwlock_t *l)
 	/* Held, or waited on by a thread or a ring op (registered from its
 	 * first WAIT step until it takes the lock or gives up). A waiting bit
 	 * left by a waiter that gave up is cleared by the next unlock, so a
-	 * quiescent lock always reads 0 here. Free, with an unlock's pin: that
-	 * unlock has not finished waking; let it ("Pins"). */
+	 * quiescent lock always reads 0 here. Free and unwaited, with an
+	 * unlock's pin: that unlock has not finished waking (the bits it
+	 * sets and takes back, WRITER_WOKEN, may still be there); let it
+	 * ("Pins"). */
 	for (unsigned i = 0;; i++) {
-		if (ld_acquire(&l->__state))
-			return -EBUSY;
-		if (!(ld_acquire(&l->__notify) & RW_PINS))
-			return 0;
+		uint32_t n = ld_acquire(&l->__notify), s = ld_acquire(&l->__state);
+		if (!(n & RW_PINS) || rw_count(s) || (s & RW_WAITERS))
+			return s ? -EBUSY : 0;
 		if (!ursa__pin_wait(i))
 			return -EBUSY;
 	}

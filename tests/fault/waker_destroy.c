@@ -228,3 +228,47 @@ Test(fault_waker_destroy, latch_opener)
 	run(LATCH, 0, false);
 	run(LATCH, URSA_SHARED, false);
 }
+
+/* A lock destroyed right after its last unlock must not say -EBUSY for a
+ * bit that a pinned unlock is still to take back. Here WRITERS_WAITING is
+ * left by nobody (set by hand, as a writer that gave up leaves it), so the
+ * unlock sets WRITER_WOKEN and wakes, and is held before its wake; a
+ * thread that never waited takes the lock, unlocks it (WRITER_WOKEN stays:
+ * only the waker takes it back) and destroys it. Before destroy waited for
+ * the pin whatever stray bit it saw, it said -EBUSY (seen by
+ * tests/stress/destroy_churn; checked here). */
+static void *taker(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&hooked) == 0)
+		sched_yield();
+	int r;
+	while ((r = ursa_rwlock_trywrlock(&rw)) == -EBUSY)
+		sched_yield();
+	cr_assert_eq(r, 0);
+	cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
+	cr_assert_eq(ursa_rwlock_destroy(&rw), 0, "destroy said busy for the waker's bit");
+	atomic_store(&destroyed, 1);
+	return NULL;
+}
+
+Test(fault_waker_destroy, rwlock_destroy_waits_for_the_wakers_bit)
+{
+	kind = RW;
+	atomic_store(&hooked, 0);
+	atomic_store(&destroyed, 0);
+	atomic_store(&destroyed_in_hook, 0);
+	cr_assert_eq(ursa_rwlock_init(&rw, 0), 0);
+	cr_assert_eq(ursa_rwlock_wrlock(&rw), 0);
+	__atomic_fetch_or(&rw.__state, 1u << 31, __ATOMIC_RELAXED); /* WRITERS_WAITING */
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, taker, NULL), 0);
+	atomic_store(&hook_tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&hook_addr, &rw.__notify);
+	cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
+	atomic_store(&hook_addr, NULL);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_geq(atomic_load(&hooked), 1, "the unlock's wake was not seen");
+	cr_assert_eq(atomic_load(&destroyed_in_hook), 0,
+		     "destroy returned while the unlock was still running");
+}
