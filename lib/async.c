@@ -86,7 +86,15 @@ enum op_state {
  * by user_data from task work that may run only later (with DEFER_TASKRUN,
  * at the ring owner's next entry) — by then the op may have finished and
  * been started again with a new wait: the same pointer, so without the
- * count that stale cancel would end the new wait with -ECANCELED. */
+ * count that stale cancel would end the new wait with -ECANCELED. The
+ * count makes such a hit rare, not impossible: it wraps every 8 arms, and
+ * an op zeroed for its next start counts from 0 again, so its first wait
+ * has the old first wait's tag. What makes a hit harmless is op_cqe: an
+ * -ECANCELED the op did not ask for is a spurious wake (re-armed, or
+ * -ETIMEDOUT once the deadline passed), as for a cancel from outside
+ * (ursa/async.h). Every op-tagged CQE is reaped before the op finishes
+ * (one wait SQE in flight at a time; the auxiliary SQEs carry no op
+ * pointer), so a stale completion can never be taken for a new op's. */
 #define GEN_MASK 0x7u
 
 /* The op's private state, laid over op->__priv. */
