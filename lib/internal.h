@@ -208,6 +208,11 @@ static inline void ursa__unpin(uint32_t *word, uint32_t pin)
  * lib/sem.c): the i-th wait (from 0): 64 yields, then 1 ms sleeps; false
  * after about a second (the pin's holder vanished: -EBUSY). */
 URSA_PRIVATE_FN bool ursa__pin_wait(unsigned i);
+
+/* destroy of a one-word pinned object: -EBUSY if *word has a bit of busy
+ * (held, waited on); else waits while it has a bit of pins (ursa__pin_wait:
+ * -EBUSY after about a second), then 0. */
+URSA_PRIVATE_FN int ursa__destroy_wait(uint32_t *word, uint32_t busy, uint32_t pins);
 URSA_PRIVATE_FN bool ursa__mutex_is_shared(const ursa_mutex_t *m);
 URSA_PRIVATE_FN bool ursa__mutex_is_locked(const ursa_mutex_t *m);
 /* Lock m for a condvar waiter that was woken (lib/cond.c): as

@@ -94,15 +94,7 @@ int ursa_latch_destroy(ursa_latch_t *l)
 	if (l_bad(l))
 		return -EINVAL;
 	/* The opener's pin: it has not finished with the latch ("Pins"). */
-	uint32_t w;
-	for (unsigned i = 0;; i++) {
-		w = ld_acquire(&l->__waiters);
-		if ((w & L_WAITERS) || !(w & L_PIN))
-			break;
-		if (!ursa__pin_wait(i))
-			return -EBUSY;
-	}
-	return (w & L_WAITERS) ? -EBUSY : 0;
+	return ursa__destroy_wait(&l->__waiters, L_WAITERS, L_PIN);
 }
 
 static void latch_deregister(ursa_latch_t *l, struct ursa_waiter *w)

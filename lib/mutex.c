@@ -149,7 +149,7 @@ static inline uint32_t m_tidy(uint32_t n)
 	return (n & M_CNT) ? n : n & ~(M_SLEEPERS | M_WOKEN | M_REQ);
 }
 
-static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin);
+static void m_fixup(ursa_mutex_t *m, uint32_t pin);
 
 /* We set WOKEN (and cleared SLEEPERS): wake one, and if nobody was asleep
  * take WOKEN back. pin: an unlock's pin to drop here (M_PIN_ONE), or 0.
@@ -157,19 +157,22 @@ static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin);
 static bool m_wake_designated(ursa_mutex_t *m, bool sh, uint32_t pin)
 {
 	bool woke = ursa_k_futex_wake(&m->__word, 1, sh) > 0;
-	if (!woke || pin)
-		m_fixup(m, !woke, pin);
+	if (!woke)
+		m_fixup(m, pin);
+	else
+		ursa__unpin(&m->__word, pin);
 	return woke;
 }
 
-/* After a designated wake: if it found nobody asleep (`nobody`), nobody
- * will clear WOKEN. Sleepers since our CAS set SLEEPERS themselves; if the
+/* After a designated wake that found nobody asleep: nobody will clear
+ * WOKEN. Sleepers since our CAS set SLEEPERS themselves; if the
  * lock is free with SLEEPERS set, one of them slept and was not woken (its
  * holder's unlock saw WOKEN): wake again, keeping WOKEN. Each round needs
  * a new sleeper, so this ends. The last CAS also drops `pin` (an unlock's
  * pin, M_PIN_ONE, or 0): after it the caller touches nothing. */
-static void m_fixup(ursa_mutex_t *m, bool nobody, uint32_t pin)
+static void m_fixup(ursa_mutex_t *m, uint32_t pin)
 {
+	bool nobody = true; /* no wake of ours has found a sleeper yet */
 	uint32_t v = ld_relaxed(&m->__word);
 	for (;;) {
 		if (nobody && (v & M_WOKEN) && !(v & M_HELD) && (v & M_SLEEPERS)) {
@@ -234,6 +237,19 @@ bool ursa__pin_wait(unsigned i)
 	return true;
 }
 
+int ursa__destroy_wait(uint32_t *word, uint32_t busy, uint32_t pins)
+{
+	for (unsigned i = 0;; i++) {
+		uint32_t v = ld_acquire(word);
+		if (v & busy)
+			return -EBUSY;
+		if (!(v & pins))
+			return 0;
+		if (!ursa__pin_wait(i))
+			return -EBUSY;
+	}
+}
+
 int ursa_mutex_destroy(ursa_mutex_t *m)
 {
 	if (!m)
@@ -243,15 +259,7 @@ int ursa_mutex_destroy(ursa_mutex_t *m)
 	 * futex wake) before the caller may free the memory. A pin that stays
 	 * a second (its process killed there, a URSA_SHARED mutex): -EBUSY,
 	 * as for a waiter that vanished. */
-	uint32_t v;
-	for (unsigned i = 0;; i++) {
-		v = ld_acquire(&m->__word);
-		if ((v & (M_HELD | M_CNT)) || !(v & M_PINS))
-			break;
-		if (!ursa__pin_wait(i))
-			return -EBUSY;
-	}
-	return (v & (M_HELD | M_CNT)) == 0 ? 0 : -EBUSY;
+	return ursa__destroy_wait(&m->__word, M_HELD | M_CNT, M_PINS);
 }
 
 static int mutex_take(void *obj, struct ursa_waiter *w)
@@ -536,8 +544,8 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 			 * registered waiter will claim it; drop the pin. */
 			if (ursa_k_futex_wake(&m->__word, 1, sh) <= 0)
 				m_take_back(m, false, pin);
-			else if (pin)
-				m_fixup(m, false, pin);
+			else
+				ursa__unpin(&m->__word, pin);
 			return 0;
 		}
 		if ((n & M_SLEEPERS) && !(n & M_WOKEN)) {

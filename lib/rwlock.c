@@ -834,12 +834,12 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 			r = -EPERM;
 			break;
 		}
-		if (c == 1 && (s & RW_WAITING) && !pin &&
-		    (pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE)))
-			s = ld_relaxed(&l->__state);
+		/* The last reader out, with a bit: we will wake. */
+		if (c == 1 && (s & RW_WAITING) && !pin)
+			pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE);
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */
-		else if (cas_rel(&l->__state, &s, s - 1)) {
+		if (cas_rel(&l->__state, &s, s - 1)) {
 			rw_released(l, s - 1, false);
 			break;
 		}

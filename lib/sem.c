@@ -221,15 +221,7 @@ int ursa_sem_destroy(ursa_sem_t *s)
 	/* A post's pin: that post is between its increment (or hand-off) and
 	 * its last look at the semaphore; let it finish (microseconds: a
 	 * futex wake) before the caller may free the memory ("Pins"). */
-	uint32_t w;
-	for (unsigned i = 0;; i++) {
-		w = ld_acquire(&s->__waiters);
-		if ((w & (S_COUNT | S_HANDED)) || !(w & S_PINS))
-			break;
-		if (!ursa__pin_wait(i))
-			return -EBUSY;
-	}
-	return (w & (S_COUNT | S_HANDED)) ? -EBUSY : 0;
+	return ursa__destroy_wait(&s->__waiters, S_COUNT | S_HANDED, S_PINS);
 }
 
 int ursa_sem_value(ursa_sem_t *s)

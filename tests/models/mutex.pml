@@ -186,8 +186,9 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 		fi								\
 	}
 
-/* m_fixup(nobody, pin): after a designated wake; if it found nobody (fx0
- * = 1), the fix-up; its last step drops the unlock's pin (PIN_ONE or 0). */
+/* After a designated wake: if it found nobody (fx0 = 1), m_fixup(pin),
+ * whose last step drops the unlock's pin (PIN_ONE or 0); if it found a
+ * sleeper (fx0 = 0), the pin's drop alone (ursa__unpin, one subtraction). */
 #define fixup(pin)								\
 	do									\
 	:: atomic {								\
