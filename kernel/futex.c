@@ -134,6 +134,15 @@ int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t
 	return RESTORE_ERRNO(futex_wait_raw(uaddr, val, shared, clk, abs, ursa_k_futex_bits(bits)));
 }
 
+int ursa_k_futex_wait_eintr(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+			    const struct timespec *abs, uint32_t bits)
+{
+	if (!abs)
+		return ursa_k_futex_wait_bits(uaddr, val, shared, clk, abs, bits);
+	SAVE_ERRNO;
+	return RESTORE_ERRNO(legacy_wait(uaddr, val, shared, clk, abs, ursa_k_futex_bits(bits)));
+}
+
 int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits)
 {
 	SAVE_ERRNO;

@@ -26,6 +26,15 @@
 URSA_HIDDEN int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 				       const struct timespec *abs, uint32_t bits);
 
+/* As ursa_k_futex_wait_bits, but a wait with a deadline that a signal
+ * handler interrupts ends with -EINTR even when the handler was installed
+ * with SA_RESTART, as glibc's sem_timedwait does: futex(2)'s timed
+ * FUTEX_WAIT_BITSET, which the kernel restarts only when no handler ran,
+ * where futex2's futex_wait restarts under SA_RESTART. Without a deadline
+ * both restart under SA_RESTART, and this is ursa_k_futex_wait_bits. */
+URSA_HIDDEN int ursa_k_futex_wait_eintr(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
+					const struct timespec *abs, uint32_t bits);
+
 /* Wake at most `n` waiters (n <= INT_MAX) of uaddr whose bits meet `bits`
  * (0: any); returns how many woke. */
 URSA_HIDDEN int ursa_k_futex_wake_bits(uint32_t *uaddr, int n, bool shared, uint32_t bits);

@@ -281,7 +281,9 @@ URSA_PRIVATE_FN const struct timespec *ursa__bounded_deadline(clockid_t *clk, un
  * 0 if abandon says the object was already ours). A deadline already past
  * is one step, no sleep. flags: URSA_BLOCK_EINTR ends the wait with -EINTR
  * when a signal handler interrupts the sleep (after one last step; POSIX
- * sem_wait semantics, for the pthread shim). */
+ * sem_wait semantics, for the pthread shim): with a deadline whatever the
+ * handler's SA_RESTART, without one only a handler without it (as glibc's
+ * sem_timedwait and sem_wait; kernel/futex.h, ursa_k_futex_wait_eintr). */
 #define URSA_BLOCK_EINTR 0x1u
 URSA_PRIVATE_FN int ursa__block_flags(void *obj, const struct ursa_step_ops *ops,
 				      struct ursa_waiter *w, clockid_t clk,

@@ -60,11 +60,16 @@ const struct timespec *ursa__bounded_deadline(clockid_t *clk, unsigned us,
 	return bound;
 }
 
-/* Sleep as the step asked: one futex word, or every word of a wait-any. */
-static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct timespec *dl)
+/* Sleep as the step asked: one futex word, or every word of a wait-any.
+ * URSA_BLOCK_EINTR with the caller's deadline (eintr): a signal handler
+ * ends the sleep whatever its SA_RESTART, as glibc's timed waits. */
+static int sleep_on(const struct ursa_wait *wt, clockid_t clk, const struct timespec *dl,
+		    bool eintr)
 {
 	if (wt->kind == URSA_ARM_WAITV)
 		return ursa_k_futex_waitv(wt->addr, wt->val, clk, dl);
+	if (eintr)
+		return ursa_k_futex_wait_eintr(wt->addr, wt->val, wt->shared, clk, dl, wt->bits);
 	return ursa_k_futex_wait_bits(wt->addr, wt->val, wt->shared, clk, dl, wt->bits);
 }
 
@@ -94,13 +99,13 @@ static void cancel_cleanup(void *arg)
 static __attribute__((noinline)) int sleep_cancellable(void *obj, const struct ursa_step_ops *ops,
 							struct ursa_waiter *w,
 							const struct ursa_wait *wt, clockid_t clk,
-							const struct timespec *dl)
+							const struct timespec *dl, bool eintr)
 {
 	struct cancel_ctx x = {obj, ops, w};
 	int old, r;
 	pthread_cleanup_push(cancel_cleanup, &x);
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
-	r = sleep_on(wt, clk, dl);
+	r = sleep_on(wt, clk, dl, eintr);
 	pthread_setcanceltype(old, NULL);
 	pthread_cleanup_pop(0);
 	return r;
@@ -123,10 +128,11 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		clockid_t dclk = clk;
 		const struct timespec *dl =
 		    wt.bound_us ? ursa__bounded_deadline(&dclk, wt.bound_us, abs, &bound) : abs;
+		bool eintr = abs && (flags & URSA_BLOCK_EINTR);
 		if (unlikely(ursa__cancel_point.obj == obj))
-			r = sleep_cancellable(obj, ops, w, &wt, dclk, dl);
+			r = sleep_cancellable(obj, ops, w, &wt, dclk, dl, eintr);
 		else
-			r = sleep_on(&wt, dclk, dl);
+			r = sleep_on(&wt, dclk, dl, eintr);
 		w->slept = r == 0 && wt.kind == URSA_ARM_FUTEX ? URSA_SLEPT_WOKEN : 1;
 		if (r == -ETIMEDOUT && dl != abs)
 			continue; /* the bound, not the caller's deadline */

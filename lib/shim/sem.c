@@ -11,7 +11,10 @@
  *
  * EINTR: POSIX and PostgreSQL want sem_wait to fail with EINTR when a signal
  * handler interrupts it (a handler installed without SA_RESTART; with it the
- * kernel restarts the futex wait, exactly as under glibc). ursa_sem_wait
+ * kernel restarts the futex wait, exactly as under glibc). sem_timedwait and
+ * sem_clockwait fail with EINTR after any handler, SA_RESTART or not, as
+ * glibc's do: the kernel restarts futex(2)'s timed wait only when no handler
+ * ran (futex2's timed wait it restarts, so they use futex(2)). ursa_sem_wait
  * retries on EINTR by contract, and the public API has no interruptible
  * wait, so the blocking loop here is ursa__block_flags (lib/time.c) with
  * URSA_BLOCK_EINTR — -EINTR from the futex wait ends it — on the semaphore's
