@@ -7,6 +7,8 @@ kernel_libursa_kernel_la_SOURCES = \
 	kernel/futex.c \
 	kernel/futex.h \
 	kernel/probe.c \
+	kernel/proc.c \
+	kernel/proc.h \
 	kernel/timens.c \
 	kernel/uapi.h \
 	kernel/uring.h \

@@ -12,6 +12,7 @@
 #include "lib/shim/shim.h"
 
 #include "kernel/futex.h"
+#include "kernel/proc.h"
 #include "lib/internal.h"
 
 #include <dlfcn.h>
@@ -72,11 +73,38 @@ void shim_destroy_wait(uint32_t *word, unsigned *round)
 	shim_wait_a_little(word, round, CLOCK_MONOTONIC, NULL);
 }
 
+/* The thread id cache and fork (shim_tid, lib/shim/shim.h). A thread caches
+ * its tid with the epoch then in *shim_fork_word; a fork child reads that
+ * word as 0, and its first shim_tid_slow starts a new epoch, so every tid
+ * cached before the fork is looked up again, even by a fork child handler
+ * that runs before ours (a library initialised before the shim) or in a
+ * child that runs none (_Fork, clone). Epochs come from a counter in
+ * ordinary memory, which a child inherits: the new one is greater than any
+ * its parent cached. Where the kernel gives no wipe-on-fork page (before
+ * 4.14) the word is no_page_word, which no fork changes, and only our
+ * child handler (below) clears the forking thread's cache, as before. */
 __thread int32_t shim_tid_cache __attribute__((tls_model("initial-exec")));
+__thread uint64_t shim_tid_epoch __attribute__((tls_model("initial-exec")));
+static uint64_t no_page_word;
+uint64_t *shim_fork_word = &no_page_word;
+static uint64_t epochs;
 
 int32_t shim_tid_slow(void)
 {
-	return shim_tid_cache = (int32_t)gettid();
+	uint64_t *w = ursa_k_fork_word();
+	if (!w)
+		w = &no_page_word;
+	uint64_t e = __atomic_load_n(w, __ATOMIC_RELAXED);
+	if (!e) {
+		/* A fork child's first look, or the first look of all. */
+		uint64_t n = __atomic_add_fetch(&epochs, 1, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(w, &e, n, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			e = n; /* else e: another thread's new epoch */
+	}
+	__atomic_store_n(&shim_fork_word, w, __ATOMIC_RELAXED);
+	shim_tid_epoch = e;
+	return shim_tid_cache = ursa_k_gettid();
 }
 
 bool shim_stats_on;
@@ -88,9 +116,9 @@ static int stats_fd = -1;
 static const char *const stat_names[ST_COUNT] = {SHIM_STATS(NAME_)};
 
 /* The child of fork() runs on a new thread with a new tid; its copy of our
- * TLS still holds the parent's. (Children of raw clone() or _Fork(), which
- * run no fork handlers, keep the stale value: README.md says so.) Its
- * counters start from zero, so that each process reports its own calls. */
+ * TLS still holds the parent's (the fork word tells shim_tid too, where the
+ * kernel has it: above). Its counters start from zero, so that each
+ * process reports its own calls. */
 static void shim_atfork_child(void)
 {
 	shim_tid_cache = 0;

@@ -244,16 +244,25 @@ static inline void shim_count(enum shim_stat s)
 
 /* ------------------------------------------------------------- thread id */
 
-/* This thread's kernel tid, cached in TLS; the fork child handler clears the
- * cache (the child's thread has a new tid). initial-exec: the shim is loaded
- * at startup (LD_PRELOAD or DT_NEEDED), so its TLS is static. */
+/* This thread's kernel tid, cached in TLS with the fork epoch it was cached
+ * in: *shim_fork_word, a word every fork child sees zeroed
+ * (kernel/proc.h), so the first call in a child, made by fork(), _Fork()
+ * or clone(), in a fork handler or after, looks the tid up again
+ * (lib/shim/core.c). initial-exec: the shim is loaded at startup
+ * (LD_PRELOAD or DT_NEEDED), so its TLS is static. */
 SHIM_HIDDEN extern __thread int32_t shim_tid_cache __attribute__((tls_model("initial-exec")));
+SHIM_HIDDEN extern __thread uint64_t shim_tid_epoch __attribute__((tls_model("initial-exec")));
+SHIM_HIDDEN extern uint64_t *shim_fork_word;
 SHIM_HIDDEN int32_t shim_tid_slow(void);
 
 static inline int32_t shim_tid(void)
 {
 	int32_t t = shim_tid_cache;
-	return likely(t) ? t : shim_tid_slow();
+	if (likely(t) &&
+	    likely(shim_tid_epoch ==
+		   __atomic_load_n(__atomic_load_n(&shim_fork_word, __ATOMIC_RELAXED), __ATOMIC_RELAXED)))
+		return t;
+	return shim_tid_slow();
 }
 
 /* --------------------------------------------------------------- helpers */

@@ -322,6 +322,12 @@ static bool child_owns_after_fork(void *arg)
 	return pthread_mutex_unlock(fresh) == 0;
 }
 
+static bool child_cannot_relock(void *arg)
+{
+	pthread_mutex_t *held = arg;
+	return pthread_mutex_trylock(held) == EBUSY && pthread_mutex_unlock(held) == EPERM;
+}
+
 Test(shim_mutex, errorcheck_across_fork)
 {
 	shared_m = t_shared_alloc(2 * sizeof(pthread_mutex_t));
@@ -334,6 +340,28 @@ Test(shim_mutex, errorcheck_across_fork)
 	cr_assert(shim_t_in_child(child_owns_after_fork, &shared_m[1]));
 	cr_assert_eq(pthread_mutex_unlock(&shared_m[0]), 0);
 	t_shared_free(shared_m, 2 * sizeof(pthread_mutex_t));
+}
+
+/* A child made by _Fork() runs no fork handler, and a library's child
+ * handler registered before the shim's runs before it: neither may see the
+ * parent thread's tid as its own (glibc's fork and _Fork update the tid
+ * first). The shim's tid cache is dated by a word that every fork child
+ * sees zeroed (kernel/proc.h), so it is looked up again in both. */
+Test(shim_mutex, errorcheck_and_recursive_across__Fork)
+{
+	shared_m = t_shared_alloc(3 * sizeof(pthread_mutex_t));
+	init_kind(&shared_m[0], PTHREAD_MUTEX_ERRORCHECK, PTHREAD_PROCESS_SHARED);
+	init_kind(&shared_m[1], PTHREAD_MUTEX_ERRORCHECK, PTHREAD_PROCESS_SHARED);
+	init_kind(&shared_m[2], PTHREAD_MUTEX_RECURSIVE, PTHREAD_PROCESS_SHARED);
+	cr_assert_eq(pthread_mutex_lock(&shared_m[0]), 0);
+	cr_assert_eq(pthread_mutex_lock(&shared_m[2]), 0);
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_sees_new_owner, NULL)));
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_owns_after_fork, &shared_m[1])));
+	/* The parent holds the recursive one: the child may not take it. */
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_cannot_relock, &shared_m[2])));
+	cr_assert_eq(pthread_mutex_unlock(&shared_m[2]), 0);
+	cr_assert_eq(pthread_mutex_unlock(&shared_m[0]), 0);
+	t_shared_free(shared_m, 3 * sizeof(pthread_mutex_t));
 }
 
 /* --------------------------------------------------- glibc's own kinds */
