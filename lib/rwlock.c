@@ -217,11 +217,15 @@
  * read unlock that may be the last with bits set) takes a pin in __notify
  * before it releases and drops it as its last access, and
  * ursa_rwlock_destroy waits while one is held (as the mutex's: lib/mutex.c,
- * "pins"). Limits: with all 7 pins taken an unlock takes none; and a read
- * unlock that saw no bit before its subtraction, the inline one compiled
- * into programs (include/ursa/rwlock.h) included, wakes unpinned if a
- * waiter's bit came in between its load and its subtraction (the waiter
- * would have to register, take, unlock and destroy in that window).
+ * "pins"). Every read unlock releases with a compare-and-swap, the inline
+ * one compiled into programs (include/ursa/rwlock.h) included, not a
+ * subtraction: a subtraction from a count that had no bit at its load can
+ * find one set since (a writer announced itself in between) and so make
+ * its reader the last one out with a bit, which must wake but could pin
+ * only after its release, while that writer takes, unlocks, destroys and
+ * frees the lock (-DBREAK=8 in the spin model). The cost: none measured
+ * (bench/README.md, "The read unlock's compare-and-swap"). Limits: with
+ * all 7 pins taken an unlock takes none.
  * A pin held for a second (a process killed inside an unlock of a
  * URSA_SHARED lock) makes destroy say -EBUSY.
  *
@@ -848,47 +852,23 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 	return r;
 }
 
-/* A read unlock's subtraction found __state s: the last reader out wakes
- * whom the waiting bits say. */
-static inline int rd_subtracted(ursa_rwlock_t *l, uint32_t s)
-{
-	uint32_t c = rw_count(s);
-	if (likely(c > 1))
-		return 0;
-	if (likely(c == 1)) {
-		rw_released(l, s - 1, false);
-		return 0;
-	}
-	/* Not read-locked after all (a caller that holds no read lock raced
-	 * with the last reader): undo, and say so. */
-	__atomic_fetch_add(&l->__state, 1, __ATOMIC_RELAXED);
-	return -EPERM;
-}
-
 int ursa_rwlock_rdunlock(ursa_rwlock_t *l)
 {
 	if (unlikely(!l))
 		return -EINVAL;
 	uint32_t s = ld_relaxed(&l->__state);
-	/* Fast: a reader holds it (1..MAX_READERS; c - 1 wraps for c == 0),
-	 * and the count cannot leave that range while we do: one atomic
-	 * subtraction, no compare-and-swap to lose against other readers.
-	 * Release: our reads of the protected data happen before the next
-	 * writer's writes. */
-	if (likely(rw_count(s) - 1 < RW_MAX_READERS) && !(s & RW_WAITING))
-		return rd_subtracted(l, __atomic_fetch_sub(&l->__state, 1, __ATOMIC_RELEASE));
-	/* A waiting bit: we may be the last reader out, and wake (pinned),
-	 * which only a CAS tells us before the release; or not read-held. */
+	/* Fast: a reader holds it (1..MAX_READERS; c - 1 wraps for c == 0)
+	 * and no waiting bit is set, so nobody is to be woken, even if we are
+	 * the last reader out. A compare-and-swap, not a subtraction: a bit
+	 * set since our load fails it, and then rdunlock_slow decides, pinned,
+	 * before the release ("Pins"). Release: our reads of the protected
+	 * data happen before the next writer's writes. */
+	while (likely(rw_count(s) - 1 < RW_MAX_READERS) && !(s & RW_WAITING))
+		if (cas_rel(&l->__state, &s, s - 1))
+			return 0;
+	/* A waiting bit: we may be the last reader out, and wake (pinned);
+	 * or not read-held (-EPERM, the lock unchanged). */
 	return rdunlock_slow(l);
-}
-
-/* The inline read unlock (ursa/rwlock.h) subtracted and found s, with
- * waiting bits or not a reader count. */
-int ursa__rwlock_rdunlock_slow(ursa_rwlock_t *l, uint32_t s)
-{
-	if (unlikely(!l))
-		return -EINVAL;
-	return rd_subtracted(l, s);
 }
 
 /* ---- write side ----------------------------------------------------- */

@@ -98,8 +98,7 @@ URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
  * (tests/fault/waker_destroy.c); -EBUSY if one has not after a second (a
  * process killed inside its unlock of a URSA_SHARED lock). Limits
  * (lib/rwlock.c, "Pins"): seven pins, an eighth unlock at once takes
- * none; and a last read unlock that saw no waiting bit just before its
- * release but had one set under it wakes unpinned. */
+ * none. */
 URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct
@@ -133,17 +132,17 @@ URSA_API int ursa_rwlock_wrlock_async(struct io_uring *r, ursa_rwlock_t *l, stru
  * A __state that is only a count below URSA__RW_MAX_READERS (0 free, else
  * that many readers) has no writer and nobody waiting: a reader takes it
  * by adding 1, and releases a count of 1..URSA__RW_MAX_READERS with
- * nothing more to do by subtracting 1. Exactly URSA__RW_WRITE_LOCKED is
- * write-held with nobody waiting; the writer takes it from 0 and releases
- * it to 0.
+ * nothing more to do by subtracting 1 (both a compare-and-swap from the
+ * value it loaded, so that a bit set meanwhile sends it out of line).
+ * Exactly URSA__RW_WRITE_LOCKED is write-held with nobody waiting; the
+ * writer takes it from 0 and releases it to 0.
  */
 #define URSA__RW_WRITE_LOCKED 0x7fffu
 #define URSA__RW_MAX_READERS  0x7ffdu
 
-/* Where the inline paths give up: rdunlock_slow takes the __state that its
- * subtraction found; the others start where ursa_rwlock_wrlock and
- * ursa_rwlock_wrunlock would after their first try. */
-URSA_API int ursa__rwlock_rdunlock_slow(ursa_rwlock_t *l, uint32_t old);
+/* Where the inline write paths give up: they start where ursa_rwlock_wrlock
+ * and ursa_rwlock_wrunlock would after their first try. (The inline read
+ * paths call ursa_rwlock_rdlock and ursa_rwlock_rdunlock.) */
 URSA_API int ursa__rwlock_wrlock_slow(ursa_rwlock_t *l);
 URSA_API int ursa__rwlock_wrunlock_slow(ursa_rwlock_t *l);
 
@@ -167,14 +166,13 @@ static inline int ursa__rwlock_rdunlock_fast(ursa_rwlock_t *l)
 	if (__builtin_expect(l == NULL, 0))
 		return -EINVAL;
 	uint32_t s = __atomic_load_n(&l->__state, __ATOMIC_RELAXED);
-	/* Read-held and nobody waits: while we hold our read lock the count
-	 * stays at 1 or more, so subtract without a CAS. */
-	if (__builtin_expect(s - 1 < URSA__RW_MAX_READERS, 1)) {
-		s = __atomic_fetch_sub(&l->__state, 1, __ATOMIC_RELEASE);
-		if (__builtin_expect(s - 1 < URSA__RW_MAX_READERS, 1))
+	/* Read-held and nobody waits: subtract 1 with a compare-and-swap,
+	 * so that a waiting bit set since the load sends us out of line,
+	 * where the last reader pins the lock before it releases it. */
+	while (__builtin_expect(s - 1 < URSA__RW_MAX_READERS, 1))
+		if (__atomic_compare_exchange_n(&l->__state, &s, s - 1, false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
 			return 0;
-		return ursa__rwlock_rdunlock_slow(l, s);
-	}
 	return (ursa_rwlock_rdunlock)(l);
 }
 

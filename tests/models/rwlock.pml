@@ -32,7 +32,9 @@
  * must read 0: destroy says 0) and marks it freed, and every step of a
  * waker asserts it was not (-DBREAK=6: the unlocks take no pin, rejected;
  * -DBREAK=7: destroy does not wait for a pin when it sees a bit, as before
- * stop 48, and may say -EBUSY: rejected).
+ * stop 48, and may say -EBUSY: rejected; -DBREAK=8: a read unlock that
+ * saw no bit at its load subtracts without a pin, as it did before:
+ * rejected).
  *
  * Memory model: every change of __state is a read-modify-write, so
  * coherence orders them. The one cross-word argument — a writer's
@@ -362,13 +364,40 @@ byte readers, writers;	/* inside now */
 #define UNPIN()									\
 	atomic { LIVE; if :: pin -> pins-- :: else fi; pin = false }
 
-#define rd_unlock()								\
+#if BREAK == 8
+/* -DBREAK=8: the read unlock as it was, a load and, if it saw no waiting
+ * bit, a subtraction that decides nothing more (no pin) but may
+ * still make it the last reader out with a bit set in between: rejected
+ * (its wake touches a lock its writer took, unlocked and destroyed). */
+#define RD_RELEASE()								\
+	if									\
+	:: !(state & WAITING) ->						\
+		atomic {							\
+			assert(COUNT(state) >= 1 && COUNT(state) != WL);	\
+			pin = false; state--; nrel++;				\
+			act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)	\
+		}								\
+	:: else ->								\
+		atomic {							\
+			assert(COUNT(state) >= 1 && COUNT(state) != WL);	\
+			PIN(COUNT(state) == 1 && (state & WAITING));		\
+			state--; nrel++;					\
+			act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)	\
+		}								\
+	fi
+#else
+/* The compare-and-swap: it pins, or not, on the value it releases. */
+#define RD_RELEASE()								\
 	atomic {								\
 		assert(COUNT(state) >= 1 && COUNT(state) != WL);		\
 		PIN(COUNT(state) == 1 && (state & WAITING));			\
 		state--; nrel++;						\
 		act = (UNLOCKED(state) && (state & WAITING) -> 3 : 0)		\
-	};									\
+	}
+#endif
+
+#define rd_unlock()								\
+	RD_RELEASE();								\
 	if									\
 	:: act == 3 -> act = 0; aw = false; rf = false;				\
 		wake_writer_or_readers(aw, rf); UNPIN()				\
