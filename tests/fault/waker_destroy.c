@@ -48,8 +48,9 @@
 
 TestSuite(fault_waker_destroy, .timeout = 60);
 
-#define HOLD_MS	      400	  /* the post held before its wake, at most */
-#define WAIT_MS	      100	  /* the waiter's deadline, from its start */
+#define HOLD_MS	      400	  /* the post held past the waiter's deadline, at most */
+#define WAIT_MS	      100	  /* the waiter's first deadline, from its start */
+#define TRIES	      4		  /* rounds whose set-up outlasted that deadline */
 #define SEM_REQ	      0x01000000u /* __waiters' REQ (lib/sem.c) */
 #define RW_WRITER_REQ 0x08000000u /* __state's WRITER_REQ (lib/rwlock.c) */
 
@@ -58,6 +59,8 @@ static _Atomic pid_t hook_tid;	     /* by this thread only */
 static atomic_int hooked;	     /* wakes held up */
 static atomic_int destroyed;	     /* the waiter's destroy returned */
 static atomic_int destroyed_in_hook; /* ... while the post was held up */
+static atomic_int wait_ms;	     /* this round's deadline */
+static atomic_int hold_over;	     /* the held wake went on */
 
 __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long n, ...)
 {
@@ -69,8 +72,9 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) long syscall(long
 		/* Hold the waker here, before its wake, until the waiter's
 		 * destroy returned or HOLD_MS passed. */
 		atomic_fetch_add(&hooked, 1);
-		if (t_hold_until(&destroyed, HOLD_MS))
+		if (t_hold_until(&destroyed, atomic_load(&wait_ms) + HOLD_MS))
 			atomic_store(&destroyed_in_hook, 1);
+		atomic_store(&hold_over, 1);
 	}
 	return t_syscall_real(n, a);
 }
@@ -87,6 +91,8 @@ static ursa_sem_t sem;
 static ursa_rwlock_t rw;
 static ursa_latch_t latch;
 static atomic_long waiter_tid;
+static atomic_int timed_out_early; /* it passed before the waker came */
+static atomic_int took_in_hold;	   /* the waiter's wait returned 0 in the hold */
 static enum kind kind;
 
 static uint32_t *word0(void)
@@ -101,25 +107,38 @@ static uint32_t *word1(void)
 
 /* The waiter: it sleeps until its deadline, then its last step takes the
  * unit the held post added or the lock the held unlock freed (or claims
- * the hand-off); it destroys the object and reuses the memory. */
+ * the hand-off); it destroys the object and reuses the memory. A deadline
+ * that passed before the waker came (a loaded machine: the set-up took
+ * longer than wait_ms) is no result: the round is run again with a
+ * longer one (run_rounds). */
 static void *waiter(void *arg)
 {
 	(void)arg;
 	atomic_store(&waiter_tid, (long)syscall(SYS_gettid));
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_nsec += WAIT_MS * 1000000L;
+	dl.tv_nsec += atomic_load(&wait_ms) * 1000000L;
 	dl.tv_sec += dl.tv_nsec / 1000000000L;
 	dl.tv_nsec %= 1000000000L;
+	int r = kind == RW	? ursa_rwlock_timedwrlock(&rw, CLOCK_MONOTONIC, &dl)
+		: kind == LATCH ? ursa_latch_timedwait(&latch, CLOCK_MONOTONIC, &dl)
+				: ursa_sem_timedwait(&sem, CLOCK_MONOTONIC, &dl);
+	if (r == -ETIMEDOUT) {
+		atomic_store(&timed_out_early, 1);
+		return NULL;
+	}
+	cr_assert_eq(r, 0);
+	/* It took the object while its waker was held before its wake (its
+	 * deadline passed, or, for the rwlock's writer, its bounded sleep
+	 * ended): the window under test. */
+	if (atomic_load(&hooked) && !atomic_load(&hold_over))
+		atomic_store(&took_in_hold, 1);
 	if (kind == RW) {
-		cr_assert_eq(ursa_rwlock_timedwrlock(&rw, CLOCK_MONOTONIC, &dl), 0);
 		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
 		cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
 	} else if (kind == LATCH) {
-		cr_assert_eq(ursa_latch_timedwait(&latch, CLOCK_MONOTONIC, &dl), 0);
 		cr_assert_eq(ursa_latch_destroy(&latch), 0);
 	} else {
-		cr_assert_eq(ursa_sem_timedwait(&sem, CLOCK_MONOTONIC, &dl), 0);
 		cr_assert_eq(ursa_sem_destroy(&sem), 0);
 	}
 	atomic_store(&destroyed, 1);
@@ -141,7 +160,9 @@ static uint32_t *sleep_word(void)
 	return kind == RW ? &rw.__notify : word0();
 }
 
-static void run(enum kind k, unsigned flags, bool handoff)
+/* One round; false when the waiter's deadline passed before the waker
+ * came (nothing was tested). */
+static bool run(enum kind k, unsigned flags, bool handoff)
 {
 	kind = k;
 	atomic_store(&hook_addr, NULL);
@@ -149,6 +170,9 @@ static void run(enum kind k, unsigned flags, bool handoff)
 	atomic_store(&destroyed, 0);
 	atomic_store(&destroyed_in_hook, 0);
 	atomic_store(&waiter_tid, 0);
+	atomic_store(&timed_out_early, 0);
+	atomic_store(&took_in_hold, 0);
+	atomic_store(&hold_over, 0);
 	if (k == RW) {
 		cr_assert_eq(ursa_rwlock_init(&rw, flags), 0);
 		cr_assert_eq(ursa_rwlock_wrlock(&rw), 0);
@@ -168,14 +192,14 @@ static void run(enum kind k, unsigned flags, bool handoff)
 		 * it ask. */
 		struct timespec ms = {0, 3000000};
 		nanosleep(&ms, NULL);
-		for (int i = 0; i < 20 && !asked(); i++) {
+		for (int i = 0; i < 20 && !asked() && !atomic_load(&timed_out_early); i++) {
 			syscall(SYS_futex, sleep_word(),
 				FUTEX_WAKE | ((flags & URSA_SHARED) ? 0 : FUTEX_PRIVATE_FLAG), 1,
 				NULL, NULL, 0);
 			t_wait_sleeping((pid_t)atomic_load(&waiter_tid));
 		}
-		cr_assert(asked(), "the waiter never asked for a hand-off (%#x %#x)", *word0(),
-			  *word1());
+		cr_assert(asked() || atomic_load(&timed_out_early),
+			  "the waiter never asked for a hand-off (%#x %#x)", *word0(), *word1());
 	}
 	atomic_store(&hook_tid, (pid_t)syscall(SYS_gettid));
 	atomic_store(&hook_addr, sleep_word());
@@ -187,7 +211,20 @@ static void run(enum kind k, unsigned flags, bool handoff)
 		cr_assert_eq(ursa_sem_post(&sem), 0);
 	atomic_store(&hook_addr, NULL);
 	cr_assert_eq(pthread_join(t, NULL), 0);
+	if (atomic_load(&timed_out_early)) {
+		/* Too slow to set up: put the object back for the next round. */
+		if (k == RW)
+			cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
+		else if (k == LATCH)
+			cr_assert_eq(ursa_latch_destroy(&latch), 0);
+		else
+			cr_assert_eq(ursa_sem_destroy(&sem), 0);
+		return false;
+	}
 	cr_assert_geq(atomic_load(&hooked), 1, "the waker's wake was not seen");
+	cr_assert(atomic_load(&took_in_hold),
+		  "the waiter did not take the object while its waker was held: the race was "
+		  "not set up");
 	cr_assert_eq(atomic_load(&destroyed_in_hook), 0,
 		     "destroy returned while the %s that served its waiter was still running",
 		     k == RW	  ? "unlock"
@@ -197,36 +234,50 @@ static void run(enum kind k, unsigned flags, bool handoff)
 		     "the destroyed object's memory was written: %#x", *word0());
 	cr_assert_eq(__atomic_load_n(word1(), __ATOMIC_RELAXED), SENTINEL_1,
 		     "the destroyed object's memory was written: %#x", *word1());
+	return true;
+}
+
+/* A round, again with a deadline twice as long while the machine was too
+ * slow to set the race up in time; it must be run once. */
+static void run_rounds(enum kind k, unsigned flags, bool handoff)
+{
+	bool done = false;
+	int ms = WAIT_MS;
+	for (int i = 0; i < TRIES && !done; i++, ms *= 2) {
+		atomic_store(&wait_ms, ms);
+		done = run(k, flags, handoff);
+	}
+	cr_assert(done, "the waiter's deadline passed before its waker came, %d times", TRIES);
 }
 
 Test(fault_waker_destroy, sem_designated_wake)
 {
-	run(SEM, 0, false);
-	run(SEM, URSA_SHARED, false);
+	run_rounds(SEM, 0, false);
+	run_rounds(SEM, URSA_SHARED, false);
 }
 
 Test(fault_waker_destroy, sem_hand_off)
 {
-	run(SEM, 0, true);
-	run(SEM, URSA_SHARED, true);
+	run_rounds(SEM, 0, true);
+	run_rounds(SEM, URSA_SHARED, true);
 }
 
 Test(fault_waker_destroy, rwlock_writer_wake)
 {
-	run(RW, 0, false);
-	run(RW, URSA_SHARED, false);
+	run_rounds(RW, 0, false);
+	run_rounds(RW, URSA_SHARED, false);
 }
 
 Test(fault_waker_destroy, rwlock_hand_off)
 {
-	run(RW, 0, true);
-	run(RW, URSA_SHARED, true);
+	run_rounds(RW, 0, true);
+	run_rounds(RW, URSA_SHARED, true);
 }
 
 Test(fault_waker_destroy, latch_opener)
 {
-	run(LATCH, 0, false);
-	run(LATCH, URSA_SHARED, false);
+	run_rounds(LATCH, 0, false);
+	run_rounds(LATCH, URSA_SHARED, false);
 }
 
 /* A lock destroyed right after its last unlock must not say -EBUSY for a
