@@ -18,10 +18,11 @@
  * The test widens the window as far as it likes: this program's syscall()
  * comes before libc's for the library too (kernel/futex.c wakes through
  * it), so the waking thread's futex wake on the test's object is held up
- * before the wake, for up to HOLD_MS. Meanwhile the waiter's timed wait
- * times out, its last step takes the unit or the lock (or claims the
- * hand-off), and it returns (unlocks), destroys the object and reuses the
- * memory. Then the held wake finds nobody asleep, and the waker takes
+ * before the wake, for up to HOLD_MS past the waiter's deadline.
+ * Meanwhile the waiter's timed wait times out (the rwlock's writer: its
+ * bounded sleep ends first), its next step takes the unit or the lock (or
+ * claims the hand-off), and it returns (unlocks), destroys the object and
+ * reuses the memory. Then the held wake finds nobody asleep, and the waker takes
  * back. Destroy must not return before the post or unlock has finished
  * (the waiter's destroy returning while the waker is held fails the test,
  * as it did before the pins: checked), and the reused memory must stay as
