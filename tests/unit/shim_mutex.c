@@ -355,10 +355,10 @@ Test(shim_mutex, errorcheck_and_recursive_across__Fork)
 	init_kind(&shared_m[2], PTHREAD_MUTEX_RECURSIVE, PTHREAD_PROCESS_SHARED);
 	cr_assert_eq(pthread_mutex_lock(&shared_m[0]), 0);
 	cr_assert_eq(pthread_mutex_lock(&shared_m[2]), 0);
-	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_sees_new_owner, NULL)));
-	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_owns_after_fork, &shared_m[1])));
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_by(_Fork, child_sees_new_owner, NULL)));
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_by(_Fork, child_owns_after_fork, &shared_m[1])));
 	/* The parent holds the recursive one: the child may not take it. */
-	cr_assert(shim_t_reaped_ok(shim_t_spawn_nohandlers(child_cannot_relock, &shared_m[2])));
+	cr_assert(shim_t_reaped_ok(shim_t_spawn_by(_Fork, child_cannot_relock, &shared_m[2])));
 	cr_assert_eq(pthread_mutex_unlock(&shared_m[2]), 0);
 	cr_assert_eq(pthread_mutex_unlock(&shared_m[0]), 0);
 	t_shared_free(shared_m, 3 * sizeof(pthread_mutex_t));

@@ -70,25 +70,21 @@ static inline void shim_t_resolve_to_shim(void *const *fns, size_t n)
 			  shim_t_object_of(fns[i]));
 }
 
-/* Start fn(arg) in a child process, which exits 0 when fn returns true;
- * shim_t_reaped_ok waits for it: true when it exited 0. */
-static inline pid_t shim_t_spawn(bool (*fn)(void *), void *arg)
+/* Start fn(arg) in a child process made by forker (fork, or _Fork: a
+ * child in which no fork handler runs), which exits 0 when fn returns
+ * true; shim_t_reaped_ok waits for it: true when it exited 0. */
+static inline pid_t shim_t_spawn_by(pid_t (*forker)(void), bool (*fn)(void *), void *arg)
 {
-	pid_t p = fork();
+	pid_t p = forker();
 	cr_assert(p >= 0);
 	if (p == 0)
 		_exit(fn(arg) ? 0 : 1);
 	return p;
 }
 
-/* The same through _Fork(): a child in which no fork handler runs. */
-static inline pid_t shim_t_spawn_nohandlers(bool (*fn)(void *), void *arg)
+static inline pid_t shim_t_spawn(bool (*fn)(void *), void *arg)
 {
-	pid_t p = _Fork();
-	cr_assert(p >= 0);
-	if (p == 0)
-		_exit(fn(arg) ? 0 : 1);
-	return p;
+	return shim_t_spawn_by(fork, fn, arg);
 }
 
 static inline bool shim_t_reaped_ok(pid_t p)
