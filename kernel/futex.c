@@ -137,8 +137,6 @@ int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool shared, clockid_t
 int ursa_k_futex_wait_eintr(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 			    const struct timespec *abs, uint32_t bits)
 {
-	if (!abs)
-		return ursa_k_futex_wait_bits(uaddr, val, shared, clk, abs, bits);
 	SAVE_ERRNO;
 	return RESTORE_ERRNO(legacy_wait(uaddr, val, shared, clk, abs, ursa_k_futex_bits(bits)));
 }

@@ -30,8 +30,8 @@ URSA_HIDDEN int ursa_k_futex_wait_bits(uint32_t *uaddr, uint32_t val, bool share
  * handler interrupts ends with -EINTR even when the handler was installed
  * with SA_RESTART, as glibc's sem_timedwait does: futex(2)'s timed
  * FUTEX_WAIT_BITSET, which the kernel restarts only when no handler ran,
- * where futex2's futex_wait restarts under SA_RESTART. Without a deadline
- * both restart under SA_RESTART, and this is ursa_k_futex_wait_bits. */
+ * where futex2's futex_wait restarts under SA_RESTART. (Without a
+ * deadline both restart under SA_RESTART: this call is for timed waits.) */
 URSA_HIDDEN int ursa_k_futex_wait_eintr(uint32_t *uaddr, uint32_t val, bool shared, clockid_t clk,
 					const struct timespec *abs, uint32_t bits);
 

@@ -115,6 +115,7 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		      clockid_t clk, const struct timespec *abs, unsigned flags)
 {
 	struct ursa_wait wt = {0};
+	bool eintr = abs && (flags & URSA_BLOCK_EINTR);
 	for (;;) {
 		int r = ops->step(obj, w, &wt);
 		if (r != URSA_STEP_WAIT)
@@ -128,7 +129,6 @@ int ursa__block_flags(void *obj, const struct ursa_step_ops *ops, struct ursa_wa
 		clockid_t dclk = clk;
 		const struct timespec *dl =
 		    wt.bound_us ? ursa__bounded_deadline(&dclk, wt.bound_us, abs, &bound) : abs;
-		bool eintr = abs && (flags & URSA_BLOCK_EINTR);
 		if (unlikely(ursa__cancel_point.obj == obj))
 			r = sleep_cancellable(obj, ops, w, &wt, dclk, dl, eintr);
 		else
