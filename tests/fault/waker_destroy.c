@@ -106,6 +106,13 @@ static uint32_t *word1(void)
 	return kind == RW ? &rw.__notify : kind == LATCH ? &latch.__waiters : &sem.__waiters;
 }
 
+static int destroy_object(void)
+{
+	return kind == RW      ? ursa_rwlock_destroy(&rw)
+	       : kind == LATCH ? ursa_latch_destroy(&latch)
+			       : ursa_sem_destroy(&sem);
+}
+
 /* The waiter: it sleeps until its deadline, then its last step takes the
  * unit the held post added or the lock the held unlock freed (or claims
  * the hand-off); it destroys the object and reuses the memory. A deadline
@@ -134,14 +141,9 @@ static void *waiter(void *arg)
 	 * ended): the window under test. */
 	if (atomic_load(&hooked) && !atomic_load(&hold_over))
 		atomic_store(&took_in_hold, 1);
-	if (kind == RW) {
+	if (kind == RW)
 		cr_assert_eq(ursa_rwlock_wrunlock(&rw), 0);
-		cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
-	} else if (kind == LATCH) {
-		cr_assert_eq(ursa_latch_destroy(&latch), 0);
-	} else {
-		cr_assert_eq(ursa_sem_destroy(&sem), 0);
-	}
+	cr_assert_eq(destroy_object(), 0);
 	atomic_store(&destroyed, 1);
 	__atomic_store_n(word0(), SENTINEL_0, __ATOMIC_RELAXED);
 	__atomic_store_n(word1(), SENTINEL_1, __ATOMIC_RELAXED);
@@ -214,12 +216,7 @@ static bool run(enum kind k, unsigned flags, bool handoff)
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	if (atomic_load(&timed_out_early)) {
 		/* Too slow to set up: put the object back for the next round. */
-		if (k == RW)
-			cr_assert_eq(ursa_rwlock_destroy(&rw), 0);
-		else if (k == LATCH)
-			cr_assert_eq(ursa_latch_destroy(&latch), 0);
-		else
-			cr_assert_eq(ursa_sem_destroy(&sem), 0);
+		cr_assert_eq(destroy_object(), 0);
 		return false;
 	}
 	cr_assert_geq(atomic_load(&hooked), 1, "the waker's wake was not seen");
