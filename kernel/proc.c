@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kernel/proc.c — the thread id, and a word that fork children see zeroed
- * (kernel/proc.h).
+ * kernel/proc.c — the thread id, a word that fork children see zeroed, and
+ * a nap that is no cancellation point (kernel/proc.h).
  *
  * Why a wiped word and not a fork handler: a pthread_atfork child handler
  * runs after the child handlers registered before it (those of libraries
@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_WIPEONFORK
@@ -26,6 +28,14 @@
 int32_t ursa_k_gettid(void)
 {
 	return (int32_t)gettid();
+}
+
+void ursa_k_nap_us(uint32_t us)
+{
+	struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+	int saved = errno;
+	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+	errno = saved;
 }
 
 /* The page, (void *)-1 once it could not be had (MAP_FAILED). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kernel/proc.h — which thread and which process this is, for the pthread
- * shim's owner ids. Internal, not installed.
+ * shim's owner ids; and a nap for waits that must not be cancellation
+ * points. Internal, not installed.
  */
 #ifndef URSA_KERNEL_PROC_H
 #define URSA_KERNEL_PROC_H
@@ -20,5 +21,13 @@ __attribute__((visibility("hidden"))) int32_t ursa_k_gettid(void);
  * process; concurrent first calls agree on one); NULL where the kernel
  * refuses the mapping or the advice (then nothing tells a child). */
 __attribute__((visibility("hidden"))) uint64_t *ursa_k_fork_word(void);
+
+/* Sleep about us microseconds (CLOCK_MONOTONIC), or less if a signal
+ * handler runs; errno is left as it was. A raw clock_nanosleep system
+ * call: unlike libc's nanosleep, not a cancellation point, so that a wait
+ * inside an unlock, a post or a destroy (lib/mutex.c, ursa__pin_wait)
+ * never acts on a pending pthread_cancel (which, in an unlock, would leave
+ * the lock held). */
+__attribute__((visibility("hidden"))) void ursa_k_nap_us(uint32_t us);
 
 #endif

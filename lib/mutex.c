@@ -119,6 +119,7 @@
  * or HANDED is set bound that sleep (URSA_HANDED_SLEEP_MS) and then take
  * its place; ring waiters do not. Re-initialise such a mutex.
  */
+#include "kernel/proc.h"
 #include "lib/internal.h"
 #include "lib/trace.h"
 
@@ -226,14 +227,10 @@ bool ursa__pin_wait(unsigned i)
 {
 	if (i == 64 + 1000)
 		return false;
-	if (i < 64) {
+	if (i < 64)
 		sched_yield();
-	} else {
-		struct timespec ms = {0, 1000000};
-		int e = errno; /* EINTR */
-		nanosleep(&ms, NULL);
-		errno = e;
-	}
+	else
+		ursa_k_nap_us(1000); /* no cancellation point: an unlock waits here */
 	return true;
 }
 

@@ -2,7 +2,8 @@
 # (Built and run by make check: SUITES, tests/local.mk.)
 UNIT_TESTS = tests/unit/align tests/unit/async tests/unit/async_cqe tests/unit/cond \
 	tests/unit/deadline tests/unit/event tests/unit/latch tests/unit/mutex \
-	tests/unit/probe tests/unit/rwlock tests/unit/sem tests/unit/wait_any tests/unit/waitq
+	tests/unit/pins tests/unit/probe tests/unit/rwlock tests/unit/sem tests/unit/wait_any \
+	tests/unit/waitq
 
 if ENABLE_SHIM
 # The pthread shim's suites: linked to the shim first, so its pthread_*
