@@ -179,20 +179,37 @@ static inline void ursa__turn_stop(void)
 	ursa__turn.since = 0;
 }
 
-/* The mutex word's SHARED flag and "locked" test, for lib/ files that
- * pair another object with a mutex (the condvar). */
+/* destroy's wait for an unlock's or a post's pin to go (lib/mutex.c,
+ * lib/sem.c), and a waker's for a free pin: the i-th wait (from 0): 64
+ * yields, then 1 ms sleeps; false after about a second (the pin's holder
+ * vanished: a process killed while it held it). */
+URSA_PRIVATE_FN bool ursa__pin_wait(unsigned i);
+
 /* Take a pin in *word, before a release after which the caller will still
  * look at the object (lib/sem.c, lib/rwlock.c, lib/latch.c: "Pins"): the
- * pins are the bits of mask, one is its lowest; returns one, or 0 when all
- * are taken. Relaxed: the release that follows orders it before whatever a
- * taker of what is released does, its destroy included. */
+ * pins are the bits of mask, one is its lowest; returns one. While all are
+ * taken (that many wakers between their release and their last look at
+ * once) it waits for one to go, as destroy would wait for them
+ * (ursa__pin_wait): a waker that went on without one could be looking at
+ * the object after a destroy that no pin held back. Pins that stay a
+ * second are taken for dead (processes killed holding them, a URSA_SHARED
+ * object; destroy says -EBUSY then): it returns 0, no pin, and the caller
+ * goes on as every waker did before the pins. Relaxed: the release that
+ * follows orders it before whatever a taker of what is released does, its
+ * destroy included. */
 static inline uint32_t ursa__pin(uint32_t *word, uint32_t mask, uint32_t one)
 {
-	uint32_t v = ld_relaxed(word), p;
-	do
-		p = (v & mask) != mask ? one : 0;
-	while (p && !cas_relaxed(word, &v, v + p));
-	return p;
+	uint32_t v = ld_relaxed(word);
+	for (unsigned i = 0;;) {
+		if ((v & mask) != mask) {
+			if (cas_relaxed(word, &v, v + one))
+				return one;
+		} else {
+			if (!ursa__pin_wait(i++))
+				return 0;
+			v = ld_relaxed(word);
+		}
+	}
 }
 
 /* Drop a pin (0: none taken) as the caller's last access to the object
@@ -204,15 +221,12 @@ static inline void ursa__unpin(uint32_t *word, uint32_t pin)
 		__atomic_fetch_sub(word, pin, __ATOMIC_RELEASE);
 }
 
-/* destroy's wait for an unlock's or a post's pin to go (lib/mutex.c,
- * lib/sem.c): the i-th wait (from 0): 64 yields, then 1 ms sleeps; false
- * after about a second (the pin's holder vanished: -EBUSY). */
-URSA_PRIVATE_FN bool ursa__pin_wait(unsigned i);
-
 /* destroy of a one-word pinned object: -EBUSY if *word has a bit of busy
  * (held, waited on); else waits while it has a bit of pins (ursa__pin_wait:
  * -EBUSY after about a second), then 0. */
 URSA_PRIVATE_FN int ursa__destroy_wait(uint32_t *word, uint32_t busy, uint32_t pins);
+/* The mutex word's SHARED flag and "locked" test, for lib/ files that
+ * pair another object with a mutex (the condvar). */
 URSA_PRIVATE_FN bool ursa__mutex_is_shared(const ursa_mutex_t *m);
 URSA_PRIVATE_FN bool ursa__mutex_is_locked(const ursa_mutex_t *m);
 /* Lock m for a condvar waiter that was woken (lib/cond.c): as

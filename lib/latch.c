@@ -62,6 +62,7 @@ int ursa_latch_count_down(ursa_latch_t *l, unsigned n)
 	if (n == 0)
 		return 0;
 	uint32_t v = ld_relaxed(&l->__count), pin = 0;
+	bool pinned = false; /* tried: at most one wait for the pin */
 	int r = 0;
 	for (;;) {
 		if (n > (v & L_COUNT)) {
@@ -69,8 +70,10 @@ int ursa_latch_count_down(ursa_latch_t *l, unsigned n)
 			break;
 		}
 		/* This CAS would open the latch: pin it first ("Pins"). */
-		if ((v & L_COUNT) == n && !pin)
+		if ((v & L_COUNT) == n && !pinned) {
 			pin = ursa__pin(&l->__waiters, L_PIN, L_PIN);
+			pinned = true;
+		}
 		if (cas_seqcst(&l->__count, &v, v - n)) {
 			if (((v - n) & L_COUNT) == 0 &&
 			    (__atomic_load_n(&l->__waiters, __ATOMIC_SEQ_CST) & L_WAITERS))

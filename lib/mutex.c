@@ -30,9 +30,12 @@
  *               touches a mutex destroyed and freed as soon as it was free,
  *               as POSIX allows (before the pins, the fix-up could write
  *               into such memory). PINS full (7 unlocks in that window at
- *               once, or pins left by processes killed in it): the unlock
- *               takes none, as every unlock did before. A pin that stays
- *               for a second makes destroy say -EBUSY.
+ *               once): the unlock waits for one to go, holding the mutex
+ *               (a waker that went on without one could touch the mutex
+ *               after a destroy no pin held back); pins that stay a
+ *               second (left by processes killed in that window) are
+ *               dead: it takes none, as every unlock did before. A pin
+ *               that stays for a second makes destroy say -EBUSY.
  *   HANDED:     only a registered or slept waiter claims it (-> LOCKED;
  *               a ring waiter starts as a newcomer too: its first step
  *               registers);
@@ -517,6 +520,8 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 	if (!m)
 		return -EINVAL;
 	uint32_t v = ld_relaxed(&m->__word);
+	unsigned pin_waits = 0;
+	bool pin_dead = false;
 	for (;;) {
 		bool sh = m_shared(v);
 		if ((v & M_HELD) != M_LOCKED)
@@ -527,9 +532,21 @@ int ursa__mutex_unlock_slow(ursa_mutex_t *m)
 		 * that then takes, unlocks and destroys the mutex (POSIX lets
 		 * it free the memory at once) has its destroy wait for the pin,
 		 * so we never touch a destroyed mutex. The pins are full (7
-		 * unlocks in that window at once, or pins left by processes
-		 * killed there): go without one, as every unlock did before. */
-		uint32_t pin = (v & M_PINS) == M_PINS ? 0 : M_PIN_ONE;
+		 * unlocks in that window at once): wait, holding the mutex,
+		 * for one to go (ursa__pin_wait, as destroy waits for them);
+		 * pins that stay a second are dead (processes killed there, a
+		 * URSA_SHARED mutex): go without one, as every unlock did
+		 * before the pins. */
+		uint32_t pin = M_PIN_ONE;
+		if ((v & M_PINS) == M_PINS) {
+			bool wakes = (n & M_REQ) || ((n & M_SLEEPERS) && !(n & M_WOKEN));
+			if (wakes && !pin_dead) {
+				pin_dead = !ursa__pin_wait(pin_waits++);
+				v = ld_relaxed(&m->__word);
+				continue;
+			}
+			pin = 0;
+		}
 		if (n & M_REQ) {
 			/* A waiter starves: hand the lock to the waiters. */
 			n = (n & ~(M_SLEEPERS | M_REQ)) | M_HANDED | M_LOCKED;

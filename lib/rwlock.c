@@ -224,10 +224,12 @@
  * its reader the last one out with a bit, which must wake but could pin
  * only after its release, while that writer takes, unlocks, destroys and
  * frees the lock (-DBREAK=8 in the spin model). The cost: none measured
- * (bench/README.md, "The read unlock's compare-and-swap"). Limits: with
- * all 7 pins taken an unlock takes none.
- * A pin held for a second (a process killed inside an unlock of a
- * URSA_SHARED lock) makes destroy say -EBUSY.
+ * (bench/README.md, "The read unlock's compare-and-swap"). With all 7 pins
+ * taken an unlock waits for one to go (ursa__pin, lib/internal.h), as
+ * destroy would wait for them, still holding the lock. A pin held for a
+ * second (a process killed inside an unlock of a URSA_SHARED lock) is
+ * dead: destroy says -EBUSY, and an unlock that found all 7 taken goes on
+ * without one.
  *
  * ABA: a writer misses a wake only if exactly 2^28 writer wakes happen
  * between its snapshot of __notify and its sleep.
@@ -831,6 +833,7 @@ int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timesp
 static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 {
 	uint32_t s = ld_relaxed(&l->__state), pin = 0;
+	bool pinned = false; /* tried: at most one wait for a pin */
 	int r = 0;
 	for (;;) {
 		uint32_t c = rw_count(s);
@@ -839,8 +842,10 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 			break;
 		}
 		/* The last reader out, with a bit: we will wake. */
-		if (c == 1 && (s & RW_WAITING) && !pin)
+		if (c == 1 && (s & RW_WAITING) && !pinned) {
 			pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE);
+			pinned = true; /* (had it waited, the CAS below fails) */
+		}
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */
 		if (cas_rel(&l->__state, &s, s - 1)) {

@@ -96,9 +96,10 @@
  * semaphore and free it meanwhile, so the post takes a pin first and
  * drops it as its last access, and ursa_sem_destroy waits while a pin is
  * held (as the mutex's unlock: lib/mutex.c, "pins"). With all 7 pins taken
- * a post takes none (the limit in include/ursa/sem.h). A pin still held
- * after a second (a process killed inside a post to a URSA_SHARED
- * semaphore) makes destroy say -EBUSY.
+ * a post waits for one to go (ursa__pin, lib/internal.h), as destroy would
+ * wait for them. Pins still held after a second (processes killed inside a
+ * post to a URSA_SHARED semaphore) are dead: destroy says -EBUSY, and a
+ * post that found them all taken goes on without one.
  *
  * Why no wakeup is lost. The Dekker pair: the waiter does W1 = "register"
  * then R1 = "set REG, seeing value"; the slow poster does W2 = "value++"

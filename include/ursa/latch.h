@@ -34,7 +34,9 @@ URSA_API int ursa_latch_init(ursa_latch_t *l, unsigned count, unsigned flags);
 
 /* Subtract n from the count; if that opens the latch, wake every waiter.
  * Returns 0, -EINVAL (NULL l, or n larger than the count left: unchanged).
- * n == 0 changes nothing. Never blocks. */
+ * n == 0 changes nothing. Never blocks on a waiter (one that would open the
+ * latch while another count_down is opening it waits for that one's pin,
+ * microseconds: ursa_latch_destroy). */
 URSA_API int ursa_latch_count_down(ursa_latch_t *l, unsigned n);
 
 /* 0 if the latch is open, -EBUSY if not, -EINVAL. Never blocks. */

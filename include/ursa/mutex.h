@@ -68,8 +68,12 @@ URSA_API int ursa_mutex_trylock(ursa_mutex_t *m);
 URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, clockid_t clk, const struct timespec *abs);
 
 /* Unlock *m, waking one waiter if any may sleep. Any thread may unlock.
- * Returns 0, -EPERM (m was not locked), -EINVAL. Never blocks; may yield
- * the CPU once (Fairness, above). */
+ * Returns 0, -EPERM (m was not locked), -EINVAL. May yield the CPU once
+ * (Fairness, above). Never blocks on a holder or a waiter: an unlock that
+ * wakes waits only while 7 other such unlocks of *m are between their
+ * release and their last look at once, for one of them to finish
+ * (microseconds; about a second if processes killed there left them:
+ * ursa_mutex_destroy, below). */
 URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
 
 /* Check that *m is free and unwaited, for reuse or freeing.

@@ -71,7 +71,9 @@ URSA_API int ursa_rwlock_tryrdlock(ursa_rwlock_t *l);
 /* Read lock with a deadline. Returns 0, -ETIMEDOUT, -EAGAIN, -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs);
 
-/* Drop one read lock. Returns 0, -EPERM (no reader holds *l), -EINVAL. */
+/* Drop one read lock. Returns 0, -EPERM (no reader holds *l), -EINVAL.
+ * Never blocks on a holder or a waiter (but an unlock that wakes may wait
+ * for a pin: ursa_rwlock_destroy, below). */
 URSA_API int ursa_rwlock_rdunlock(ursa_rwlock_t *l);
 
 /* Take the write lock, blocking until no reader or writer holds *l.
@@ -84,7 +86,9 @@ URSA_API int ursa_rwlock_trywrlock(ursa_rwlock_t *l);
 /* Write lock with a deadline. Returns 0, -ETIMEDOUT, -EAGAIN, -EINVAL. Blocks. */
 URSA_API int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, clockid_t clk, const struct timespec *abs);
 
-/* Drop the write lock. Returns 0, -EPERM (not write-locked), -EINVAL. */
+/* Drop the write lock. Returns 0, -EPERM (not write-locked), -EINVAL.
+ * Never blocks on a holder or a waiter (but an unlock that wakes may wait
+ * for a pin: ursa_rwlock_destroy, below). */
 URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
 
 /* Check *l is unlocked and unwaited, for reuse or freeing. Returns 0,
@@ -96,9 +100,10 @@ URSA_API int ursa_rwlock_wrunlock(ursa_rwlock_t *l);
  * and destroy waits (yielding the CPU, then in 1 ms sleeps) until every
  * pinned unlock has finished with *l, microseconds
  * (tests/fault/waker_destroy.c); -EBUSY if one has not after a second (a
- * process killed inside its unlock of a URSA_SHARED lock). Limits
- * (lib/rwlock.c, "Pins"): seven pins, an eighth unlock at once takes
- * none. */
+ * process killed inside its unlock of a URSA_SHARED lock). There are
+ * seven pins (lib/rwlock.c, "Pins"): an eighth unlock at once waits,
+ * holding the lock, until one of the seven has finished; only if all
+ * seven stay a second (dead) does it go on without one. */
 URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);
 
 /* The ring and the op: liburing's struct io_uring, ursa/async.h's struct

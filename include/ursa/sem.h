@@ -55,8 +55,11 @@ URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags);
 
 /* Add one to the count, waking a waiter if any. Returns 0, -EOVERFLOW (count
  * already URSA_SEM_VALUE_MAX, counting a unit being handed to a waiter, which
- * the waiter may give back; unchanged), -EINVAL. Never blocks.
- * Async-signal-safe, as POSIX's sem_post: it may be called from a signal
+ * the waiter may give back; unchanged), -EINVAL. Never blocks on a waiter:
+ * a post that wakes waits only while 7 other such posts are between their
+ * increment and their last look at once, for one of them to finish
+ * (microseconds; about a second if processes killed there left them:
+ * ursa_sem_destroy, below). Async-signal-safe, as POSIX's sem_post: it may be called from a signal
  * handler, also one that interrupted this thread inside ursa_sem_wait or
  * ursa_sem_post on the same semaphore (tests/fault/signals.c). */
 URSA_API int ursa_sem_post(ursa_sem_t *s);
@@ -80,9 +83,11 @@ URSA_API int ursa_sem_value(ursa_sem_t *s);
  * even while the ursa_sem_post that served the last wait is still running
  * (POSIX's sem_destroy rule; a completion semaphore on the waiter's
  * stack): a post that found waiters holds a pin until its last access,
- * and destroy waits for it (microseconds: a futex wake). Limits: seven
- * pins; an eighth such post at once takes none, and a semaphore it posts
- * to must not be freed before it returned. Freeing without destroy is
+ * and destroy waits for it (microseconds: a futex wake). There are seven
+ * pins: an eighth such post at once waits until one of the seven has
+ * finished (only if all seven stay a second, left by killed processes,
+ * does it go on without one, and then the semaphore must not be freed
+ * before it returned). Freeing without destroy is
  * safe only after posts that found nobody waiting (those do not touch the
  * semaphore after their increment). A pin held for a second (a process
  * killed inside a post to a URSA_SHARED semaphore): -EBUSY. */

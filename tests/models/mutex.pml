@@ -50,8 +50,13 @@
  * destroy, which waits while the mutex is free with a pin, never lets the
  * memory go while an unlock may still touch it. The model checks that the
  * pins are protocol-neutral (every run ends with m == 0, so no pin leaks;
- * no transition reads them) and never all taken with 3 lockers (the C
- * unlock that finds them all taken takes none: the protocol as before).
+ * no transition reads them but the unlock's wait below). An unlock that
+ * will wake and finds all pins taken waits, holding the mutex, for one to
+ * go (lib/mutex.c; pins that stay a second, dead, are not modelled). With
+ * 3 lockers the 7 are never all taken; -DPINCAP=1 makes a second waking
+ * unlock meet its one pin taken: no deadlock comes of the wait. That no
+ * unlock touches a destroyed mutex is tests/fault/unlock_destroy.c's check
+ * (and the sem and rwlock models' PINCAP runs').
  *
  * Not modelled: the unlocker's occasional sched_yield() after its release
  * ("Turns" in lib/mutex.c). It changes no word and no futex queue, and the
@@ -105,6 +110,14 @@
 #define REQ 16
 #define PIN_ONE 32	/* bits 5-7: PINS, unlocks between release and last look */
 #define PINS 224
+#ifndef PINCAP
+#define PINCAP 7	/* the 3 bits' 7 pins */
+#endif
+/* The unlock's wait for a pin (lib/mutex.c): it would wake (REQ, or
+ * SLEEPERS without WOKEN) and all PINCAP pins are taken. */
+#define PIN_FREE()								\
+	(!((TIDY(m & ~L) & REQ) || ((TIDY(m & ~L) & S) && !(TIDY(m & ~L) & W))) || \
+	 (m & PINS) < PINCAP * PIN_ONE)
 #define CNT_ONE 256
 #define HELD (L | H)
 /* A handed-off mutex keeps LOCKED, so HELD is LOCKED. */
@@ -289,10 +302,13 @@ bool reqd;	/* the last unlock handed off for a requester still waiting */
 /* ursa__mutex_unlock_fast + ursa__mutex_unlock_slow. */
 #define mutex_unlock()								\
 	atomic {								\
+		/* an unlock that will wake waits, holding the mutex, while	\
+		 * all PINCAP pins are taken */				\
+		PIN_FREE() ->							\
 		assert((m & HELD) == L);	/* else -EPERM */		\
 		n = TIDY(m & ~L);						\
-		/* an unlock that wakes takes a pin (never more than 2 here:	\
-		 * C's full pins are not reached with 3 lockers) */		\
+		/* an unlock that wakes takes a pin (never more than 2 here	\
+		 * with 3 lockers; -DPINCAP=1 makes the second wait) */	\
 		if								\
 		:: n & REQ ->							\
 			m = ((n & ~(S | REQ)) | H | (BREAK == 5 -> 0 : L)) + PIN_ONE; \

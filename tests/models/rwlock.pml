@@ -34,7 +34,9 @@
  * -DBREAK=7: destroy does not wait for a pin when it sees a bit, as before
  * stop 48, and may say -EBUSY: rejected; -DBREAK=8: a read unlock that
  * saw no bit at its load subtracts without a pin, as it did before:
- * rejected).
+ * rejected). With -DPINCAP=1 two unlocks meet the pins all taken: the
+ * second waits for one to go, as ursa__pin does (-DBREAK=9: it goes on
+ * without one, as before: rejected).
  *
  * Memory model: every change of __state is a read-modify-write, so
  * coherence orders them. The one cross-word argument — a writer's
@@ -60,6 +62,9 @@
 #endif
 #ifndef SPUR
 #define SPUR 1
+#endif
+#ifndef PINCAP
+#define PINCAP 7	/* RW_PINS: 3 bits */
 #endif
 #ifndef BREAK
 #define BREAK 0
@@ -358,8 +363,14 @@ byte readers, writers;	/* inside now */
  * before its release (here with it: the pin is seen no later) and unpins
  * after its wakes. */
 #define PIN(c)									\
-	pin = (c) && BREAK != 6;						\
+	pin = (c) && BREAK != 6 && pins < PINCAP;				\
 	if :: pin -> pins++ :: else fi
+
+/* ursa__pin: an unlock that will pin waits, before its release, while all
+ * PINCAP pins are taken (pins that stay, dead, are not modelled: it then
+ * goes on without one, as -DBREAK=9 always does). The guard opens each
+ * release step below. */
+#define PIN_FREE(c)	(!(c) || pins < PINCAP || BREAK == 9 || BREAK == 6)
 
 #define UNPIN()									\
 	atomic { LIVE; if :: pin -> pins-- :: else fi; pin = false }
@@ -379,6 +390,7 @@ byte readers, writers;	/* inside now */
 		}								\
 	:: else ->								\
 		atomic {							\
+			PIN_FREE(COUNT(state) == 1 && (state & WAITING)) ->	\
 			assert(COUNT(state) >= 1 && COUNT(state) != WL);	\
 			PIN(COUNT(state) == 1 && (state & WAITING));		\
 			state--; nrel++;					\
@@ -389,6 +401,7 @@ byte readers, writers;	/* inside now */
 /* The compare-and-swap: it pins, or not, on the value it releases. */
 #define RD_RELEASE()								\
 	atomic {								\
+		PIN_FREE(COUNT(state) == 1 && (state & WAITING)) ->		\
 		assert(COUNT(state) >= 1 && COUNT(state) != WL);		\
 		PIN(COUNT(state) == 1 && (state & WAITING));			\
 		state--; nrel++;						\
@@ -406,6 +419,7 @@ byte readers, writers;	/* inside now */
 
 #define wr_unlock()								\
 	atomic {								\
+		PIN_FREE(state & WAITING) ->					\
 		assert(COUNT(state) == WL);					\
 		PIN(state & WAITING);						\
 		state = state - WL; nrel++;					\

@@ -35,7 +35,9 @@
  * finds nobody; 4 the last waiter to leave does not give a hand-off back;
  * 5 the take-back leaves HANDED set; 6 pass-on ignores a pending
  * hand-off; 7 a post that finds REG takes no pin; 8 the last waiter to leave
- * does not look again after clearing REG.
+ * does not look again after clearing REG; 9 (with -DPINCAP=1) a post that
+ * finds all pins taken goes on without one instead of waiting for one, as
+ * before: its steps after its increment may come after the destroy.
  *
  * Also checked: no post touches the semaphore after it was destroyed. Once
  * every waiter has returned (the posts they needed have all added their
@@ -57,6 +59,9 @@
 #endif
 #ifndef SPUR
 #define SPUR 1
+#endif
+#ifndef PINCAP
+#define PINCAP 7	/* S_PINS: 3 bits; -DPINCAP=1 makes two posts meet them full */
 #endif
 #ifndef BREAK
 #define BREAK 0
@@ -316,14 +321,30 @@ bool freed;	/* ghost: destroyed after every waiter returned */
 	fi;								\
 	left = 0; cnt = 0
 
+/* ursa__pin: with all PINCAP pins taken, wait for one to go (pins that
+ * stay, dead, are not modelled: a waker then goes on without one, as
+ * -DBREAK=9 always does). */
+#define PIN_TAKE()							\
+	if								\
+	:: pin ->							\
+		atomic {						\
+			if						\
+			:: pins < PINCAP -> pins++			\
+			:: pins >= PINCAP && BREAK == 9 -> pin = false	\
+			fi						\
+		}							\
+	:: else								\
+	fi
+
 /* ursa_sem_post: REG clear: value + 1, nothing after. REG set: take a
- * pin; then, with REQ set and no unit free, hand the unit off (REQ ->
+ * pin (waiting while all are taken); then, with REQ set and no unit free, hand the unit off (REQ ->
  * HANDED | WOKEN; wake one unless WOKEN was set; a wake that finds nobody
  * takes back); else value + 1 and a designated wake; drop the pin. */
 #define sem_post()							\
 	if								\
 	:: atomic { !reg -> LIVE; value++; posts++; SEEN(16) }	\
-	:: atomic { reg -> LIVE; pin = (BREAK != 7); if :: pin -> pins++ :: else fi } ; \
+	:: atomic { reg -> LIVE; pin = (BREAK != 7) } ;			\
+		PIN_TAKE();						\
 		if							\
 		:: atomic { req && value == 0 -> skip };		\
 			atomic {					\

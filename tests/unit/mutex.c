@@ -114,8 +114,9 @@ Test(mutex, handed_off_is_held_for_newcomers)
  * and its last look at the word, and destroy waits for them. A pin left
  * behind (its process killed inside an unlock of a URSA_SHARED mutex) must
  * not make destroy hang: -EBUSY after about a second. With all 7 pins
- * taken, lock and unlock still work (an unlock that wakes then takes
- * none). White-box: the pins are bits 5-7. */
+ * taken, lock and unlock still work (an unlock that wakes then waits a
+ * second for one to go, and takes none: tests/unit/pins.c). White-box:
+ * the pins are bits 5-7. */
 static void *lock_unlock(void *p)
 {
 	cr_assert_eq(ursa_mutex_lock(p), 0);
