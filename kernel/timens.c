@@ -73,7 +73,12 @@ bool ursa_k_monotonic_shifted(void)
 		if (__atomic_compare_exchange_n(&atfork_set, &zero, 1, false, __ATOMIC_RELAXED,
 						__ATOMIC_RELAXED))
 			pthread_atfork(NULL, NULL, forget);
+		/* fopen and its reads are cancellation points; the callers
+		 * (ursa_op_set_deadline) are not. */
+		int cs;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		s = read_shift() ? 2 : 1;
+		pthread_setcancelstate(cs, NULL);
 		errno = saved;
 		__atomic_store_n(&shifted, s, __ATOMIC_RELAXED);
 	}

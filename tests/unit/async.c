@@ -232,6 +232,44 @@ Test(async, deadline_cleared_with_null)
 	io_uring_queue_exit(&r);
 }
 
+/* ursa_op_set_deadline is no cancellation point: its first call in a
+ * process reads /proc/self/timens_offsets (kernel/timens.c), and fopen and
+ * its reads are cancellation points in libc; a thread with a cancel
+ * pending must not be cancelled inside it. In a fork child, whose first
+ * call reads the file again. */
+static atomic_int set_ret;
+
+static void *set_deadline_cancel_pending(void *p)
+{
+	(void)p;
+	struct ursa_op op = URSA_OP_INIT;
+	struct timespec ts = t_deadline(CLOCK_MONOTONIC, 1000);
+	pthread_cancel(pthread_self());
+	atomic_store(&set_ret, ursa_op_set_deadline(&op, CLOCK_MONOTONIC, &ts));
+	pthread_testcancel();
+	return NULL;
+}
+
+Test(async, set_deadline_is_no_cancellation_point)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		atomic_store(&set_ret, 1);
+		pthread_t t;
+		void *ret;
+		if (pthread_create(&t, NULL, set_deadline_cancel_pending, NULL) != 0 ||
+		    pthread_join(t, &ret) != 0 || ret != PTHREAD_CANCELED)
+			_exit(2);
+		_exit(atomic_load(&set_ret) == 0 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "status %#x", st);
+	cr_assert_neq(WEXITSTATUS(st), 1, "cancelled inside ursa_op_set_deadline");
+	cr_assert_eq(WEXITSTATUS(st), 0);
+}
+
 Test(async, deadline_times_out_once_both_clocks)
 {
 	struct io_uring r;
