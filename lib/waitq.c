@@ -262,10 +262,12 @@ int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk, const struct 
 	if (r)
 		return r;
 	/* The wake may be close (a flusher just behind): spin first, as long
-	 * as spinning paid off lately for this slot. */
+	 * as spinning paid off lately for this slot; not past the deadline (a
+	 * poll: one look, ursa__block's; its spin would only end in the
+	 * timeout, and teach the slot that spinning does not pay). */
 	struct wq_slot *s = &q->slot[slot];
 	unsigned est = ursa__spin_est(s->spin);
-	int budget = ursa__spin_budget(est), i = 0;
+	int budget = abs && ursa__deadline_passed(clk, abs) ? 0 : ursa__spin_budget(est), i = 0;
 	while (ld_acquire(&s->state) == S_QUEUED && i < budget && ursa_k_spin(i, abs != NULL))
 		i++;
 	if (i)

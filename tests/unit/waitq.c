@@ -253,10 +253,18 @@ Test(waitq, timeout_dequeues)
 		cr_assert_eq(ursa_waitq_wake(q, 1, NULL), 0);
 		cr_assert_eq(ursa_waitq_wake_slot(q, 1, NULL), 0);
 		cr_assert_eq(ursa_waitq_wait(q, 1, clks[i], NULL), -EINVAL);
-		/* A past deadline: one try, no sleep, dequeued. */
+		/* A past deadline: one try, no sleep, dequeued; and no spin,
+		 * which would only end in the timeout and halve the slot's spin
+		 * hint (white-box: slot 1's hint, stored as 15 - est, at byte
+		 * 32 + 24 + 20 of the queue; lib/waitq.c). */
 		cr_assert_eq(ursa_waitq_prepare(q, 1, 3), 0);
+		uint32_t *hint = (uint32_t *)((char *)q + 32 + 24 + 20);
+		uint32_t before = __atomic_load_n(hint, __ATOMIC_RELAXED);
 		struct timespec past = t_deadline(clks[i], -5);
 		cr_assert_eq(ursa_waitq_wait(q, 1, clks[i], &past), -ETIMEDOUT);
+		cr_assert_eq(__atomic_load_n(hint, __ATOMIC_RELAXED), before,
+			     "a wait past its deadline spun (the hint went %u -> %u)", before,
+			     __atomic_load_n(hint, __ATOMIC_RELAXED));
 		cr_assert_eq(ursa_waitq_wake_upto(q, UINT64_MAX, NULL), 0);
 	}
 	free(q);
