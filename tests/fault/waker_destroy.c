@@ -33,7 +33,10 @@
  * semaphore's REQ, the rwlock's WRITER_REQ); and the latch's opener. Each
  * private and process-shared. (For the latch the late look is a load
  * before the wake: the test sees it as destroy returning while the
- * count_down is still inside.)
+ * count_down is still inside.) And a designated wake with all 7 pins taken
+ * (the test holds them for PIN_WAIT_MS, standing for 7 other wakers): the
+ * post or unlock waits for a pin, so destroy waits for it too; before that
+ * wait, it went on without one and destroy returned while it was held.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,6 +57,9 @@ TestSuite(fault_waker_destroy, .timeout = 60);
 #define TRIES	      4		  /* rounds whose set-up outlasted that deadline */
 #define SEM_REQ	      0x01000000u /* __waiters' REQ (lib/sem.c) */
 #define RW_WRITER_REQ 0x08000000u /* __state's WRITER_REQ (lib/rwlock.c) */
+#define SEM_PIN_ONE   0x00200000u /* __waiters' pins: bits 21-23 (lib/sem.c) */
+#define RW_PIN_ONE    0x00000002u /* __notify's pins: bits 1-3 (lib/rwlock.c) */
+#define PIN_WAIT_MS   30	  /* how long the test keeps all 7 pins taken */
 
 static uint32_t *_Atomic hook_addr;  /* the word whose wake is held up */
 static _Atomic pid_t hook_tid;	     /* by this thread only */
@@ -163,9 +169,32 @@ static uint32_t *sleep_word(void)
 	return kind == RW ? &rw.__notify : word0();
 }
 
+/* Pins full: the test stands for 7 other wakers inside their window (it
+ * sets the 7 pins itself), lets one of them finish after PIN_WAIT_MS, and
+ * lets the other 6 finish once our waker is held in its wake. A waker that
+ * went on without a pin (as before the pins-full wait) leaves nothing for
+ * the waiter's destroy to wait for. */
+static uint32_t pin_one(void)
+{
+	return kind == RW ? RW_PIN_ONE : SEM_PIN_ONE;
+}
+
+static atomic_int releaser_stop; /* the round ended unhooked */
+
+static void *pin_releaser(void *arg)
+{
+	(void)arg;
+	t_sleep_ms(PIN_WAIT_MS);
+	__atomic_fetch_sub(word1(), pin_one(), __ATOMIC_RELAXED);
+	while (atomic_load(&hooked) == 0 && !atomic_load(&releaser_stop))
+		sched_yield();
+	__atomic_fetch_sub(word1(), 6 * pin_one(), __ATOMIC_RELAXED);
+	return NULL;
+}
+
 /* One round; false when the waiter's deadline passed before the waker
  * came (nothing was tested). */
-static bool run(enum kind k, unsigned flags, bool handoff)
+static bool run(enum kind k, unsigned flags, bool handoff, bool pins_full)
 {
 	kind = k;
 	atomic_store(&hook_addr, NULL);
@@ -204,6 +233,12 @@ static bool run(enum kind k, unsigned flags, bool handoff)
 		cr_assert(asked() || atomic_load(&timed_out_early),
 			  "the waiter never asked for a hand-off (%#x %#x)", *word0(), *word1());
 	}
+	pthread_t rel;
+	if (pins_full) {
+		atomic_store(&releaser_stop, 0);
+		__atomic_fetch_add(word1(), 7 * pin_one(), __ATOMIC_RELAXED);
+		cr_assert_eq(pthread_create(&rel, NULL, pin_releaser, NULL), 0);
+	}
 	atomic_store(&hook_tid, (pid_t)syscall(SYS_gettid));
 	atomic_store(&hook_addr, sleep_word());
 	if (k == RW)
@@ -214,6 +249,10 @@ static bool run(enum kind k, unsigned flags, bool handoff)
 		cr_assert_eq(ursa_sem_post(&sem), 0);
 	atomic_store(&hook_addr, NULL);
 	cr_assert_eq(pthread_join(t, NULL), 0);
+	if (pins_full) {
+		atomic_store(&releaser_stop, 1); /* all 7 are gone once it returns */
+		cr_assert_eq(pthread_join(rel, NULL), 0);
+	}
 	if (atomic_load(&timed_out_early)) {
 		/* Too slow to set up: put the object back for the next round. */
 		cr_assert_eq(destroy_object(), 0);
@@ -237,15 +276,20 @@ static bool run(enum kind k, unsigned flags, bool handoff)
 
 /* A round, again with a deadline twice as long while the machine was too
  * slow to set the race up in time; it must be run once. */
-static void run_rounds(enum kind k, unsigned flags, bool handoff)
+static void run_rounds_pins(enum kind k, unsigned flags, bool handoff, bool pins_full)
 {
 	bool done = false;
 	int ms = WAIT_MS;
 	for (int i = 0; i < TRIES && !done; i++, ms *= 2) {
 		atomic_store(&wait_ms, ms);
-		done = run(k, flags, handoff);
+		done = run(k, flags, handoff, pins_full);
 	}
 	cr_assert(done, "the waiter's deadline passed before its waker came, %d times", TRIES);
+}
+
+static void run_rounds(enum kind k, unsigned flags, bool handoff)
+{
+	run_rounds_pins(k, flags, handoff, false);
 }
 
 Test(fault_waker_destroy, sem_designated_wake)
@@ -270,6 +314,18 @@ Test(fault_waker_destroy, rwlock_hand_off)
 {
 	run_rounds(RW, 0, true);
 	run_rounds(RW, URSA_SHARED, true);
+}
+
+/* With all 7 pins taken, the post or unlock waits for one (lib/internal.h
+ * ursa__pin), so the waiter's destroy waits for it as for any other. */
+Test(fault_waker_destroy, sem_post_with_the_pins_full)
+{
+	run_rounds_pins(SEM, 0, false, true);
+}
+
+Test(fault_waker_destroy, rwlock_unlock_with_the_pins_full)
+{
+	run_rounds_pins(RW, 0, false, true);
 }
 
 Test(fault_waker_destroy, latch_opener)
