@@ -844,7 +844,7 @@ static RW_NOINLINE int rdunlock_slow(ursa_rwlock_t *l)
 		/* The last reader out, with a bit: we will wake. */
 		if (c == 1 && (s & RW_WAITING) && !pinned) {
 			pin = ursa__pin(&l->__notify, RW_PINS, RW_PIN_ONE);
-			pinned = true; /* (had it waited, the CAS below fails) */
+			pinned = true; /* (after a wait s is stale: the CAS re-reads it) */
 		}
 		/* Release: our reads of the protected data happen before the
 		 * next writer's writes. */

@@ -267,7 +267,9 @@ int ursa_waitq_wait(ursa_waitq_t *q, uint32_t slot, clockid_t clk, const struct 
 	 * timeout, and teach the slot that spinning does not pay). */
 	struct wq_slot *s = &q->slot[slot];
 	unsigned est = ursa__spin_est(s->spin);
-	int budget = abs && ursa__deadline_passed(clk, abs) ? 0 : ursa__spin_budget(est), i = 0;
+	int budget = ursa__spin_budget(est), i = 0;
+	if (budget && abs && ld_acquire(&s->state) == S_QUEUED && ursa__deadline_passed(clk, abs))
+		budget = 0; /* (the clock is read only where a spin would follow) */
 	while (ld_acquire(&s->state) == S_QUEUED && i < budget && ursa_k_spin(i, abs != NULL))
 		i++;
 	if (i)

@@ -59,9 +59,10 @@ URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value, unsigned flags);
  * a post that wakes waits only while 7 other such posts are between their
  * increment and their last look at once, for one of them to finish
  * (microseconds; about a second if processes killed there left them:
- * ursa_sem_destroy, below). Async-signal-safe, as POSIX's sem_post: it may be called from a signal
- * handler, also one that interrupted this thread inside ursa_sem_wait or
- * ursa_sem_post on the same semaphore (tests/fault/signals.c). */
+ * ursa_sem_destroy, below). Async-signal-safe, as POSIX's sem_post: it
+ * may be called from a signal handler, also one that interrupted this
+ * thread inside ursa_sem_wait or ursa_sem_post on the same semaphore
+ * (tests/fault/signals.c). */
 URSA_API int ursa_sem_post(ursa_sem_t *s);
 
 /* Wait until the count is positive and take one. Returns 0 or -EINVAL.
